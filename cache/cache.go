@@ -1,0 +1,173 @@
+// Package cache is the read-through cache that keeps a database alive when a
+// hot key expires (cache stampede), when Redis restarts, and when a deploy
+// empties the cache. It owns the generic Redis mechanics — the entry envelope,
+// the token lock with fenced writes, single-flight, stale-while-revalidate,
+// XFetch, the in-process L1 and its pub/sub invalidation — and knows nothing
+// about what it caches.
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+)
+
+// Mode picks how much protection a miss gets.
+type Mode string
+
+// The modes, from none to all. Each includes the one before it, except that
+// swr and xfetch are two alternative ways to refresh before users wait.
+const (
+	ModeNaive        Mode = "naive"        // plain cache-aside: every miss queries
+	ModeSingleflight Mode = "singleflight" // one load per key per process
+	ModeLock         Mode = "lock"         // + one load per key across instances
+	ModeSWR          Mode = "swr"          // + serve stale, refresh in background
+	ModeXFetch       Mode = "xfetch"       // + probabilistic early refresh
+)
+
+// ParseMode validates a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeNaive, ModeSingleflight, ModeLock, ModeSWR, ModeXFetch:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown cache mode %q (want naive, singleflight, lock, swr or xfetch)", s)
+}
+
+func (m Mode) usesLock() bool { return m == ModeLock || m == ModeSWR || m == ModeXFetch }
+
+// ErrLockTimeout means a waiter gave up after LockWait without seeing the
+// value that another instance was loading.
+var ErrLockTimeout = errors.New("cache: timed out waiting for another load")
+
+var errClosed = errors.New("cache: closed")
+
+// Config tunes a Cache. Zero values take the documented defaults.
+type Config struct {
+	Mode        Mode          // default swr
+	TTL         time.Duration // hard TTL (Redis expiry); default 10 minutes
+	SoftTTL     time.Duration // freshness for swr; default 30 seconds
+	NegativeTTL time.Duration // TTL of a cached "absent"; default 30 seconds
+	LockTTL     time.Duration // lock expiry; default 5 seconds
+	LockWait    time.Duration // how long a waiter polls; default 2 seconds
+	LoadTimeout time.Duration // deadline of one shared load; default LockTTL
+	// NoWatchdog turns off lock extension during long loads (for the lab).
+	NoWatchdog bool
+	XFetchBeta float64       // > 1 refreshes earlier; default 1
+	L1TTL      time.Duration // 0 disables the in-process cache
+	L1Size     int           // default 10 000 entries
+	// Copies of each entry kept under different hash slots (1 = off).
+	Copies int
+	// Channel carries L1 invalidations; default "cache:invalidate".
+	Channel string
+	// MaxRefreshes caps concurrent background refreshes; default 64.
+	MaxRefreshes int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.Mode == "" {
+		c.Mode = ModeSWR
+	}
+	def(&c.TTL, 10*time.Minute)
+	def(&c.SoftTTL, 30*time.Second)
+	def(&c.NegativeTTL, 30*time.Second)
+	def(&c.LockTTL, 5*time.Second)
+	def(&c.LockWait, 2*time.Second)
+	def(&c.LoadTimeout, c.LockTTL)
+	if c.XFetchBeta <= 0 {
+		c.XFetchBeta = 1
+	}
+	if c.L1Size <= 0 {
+		c.L1Size = 10_000
+	}
+	if c.Copies < 1 {
+		c.Copies = 1
+	}
+	if c.Channel == "" {
+		c.Channel = "cache:invalidate"
+	}
+	if c.MaxRefreshes <= 0 {
+		c.MaxRefreshes = 64
+	}
+	return c
+}
+
+// LoadFunc computes a value from the source of truth. Returning ErrAbsent
+// caches a negative entry; any other error is shared with the waiters and
+// cached nowhere, so the next call loads again.
+type LoadFunc func(ctx context.Context) ([]byte, error)
+
+// ErrAbsent is returned by a LoadFunc when the value does not exist.
+var ErrAbsent = errors.New("cache: value does not exist")
+
+// Cache is a read-through cache over Redis. Its zero value is not usable;
+// call New, and Close when done.
+type Cache struct {
+	rdb   redis.UniversalClient
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	l1    *l1
+	group singleflight.Group
+	stats Stats
+
+	// life ends on Close; background refreshes and shared loads derive from
+	// it so shutdown stops them.
+	life      context.Context
+	stop      context.CancelFunc
+	mu        sync.Mutex // guards closed, so wg.Add never races wg.Wait
+	closed    bool
+	wg        sync.WaitGroup
+	refreshes chan struct{} // semaphore of background refreshes
+	corrupt   sync.Map      // keys whose corrupt value was already logged
+}
+
+// New builds a Cache and, when L1 is on, subscribes to the invalidation
+// channel (waiting up to a second for Redis to confirm) and listens on it.
+func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *Cache {
+	cfg = cfg.withDefaults()
+	life, stop := context.WithCancel(context.Background())
+	c := &Cache{
+		rdb:       rdb,
+		cfg:       cfg,
+		log:       log,
+		now:       time.Now,
+		life:      life,
+		stop:      stop,
+		refreshes: make(chan struct{}, cfg.MaxRefreshes),
+	}
+	if cfg.L1TTL > 0 {
+		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))
+		sub := c.subscribe(ctx)
+		c.wg.Add(1)
+		go c.listen(sub)
+	}
+	return c
+}
+
+// Close stops background refreshes and the invalidation listener and waits
+// for them to end.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stop()
+	c.wg.Wait()
+}
+
+// Config returns the effective configuration (defaults applied).
+func (c *Cache) Config() Config { return c.cfg }
+
+// Stats returns a snapshot of the counters.
+func (c *Cache) Stats() StatsSnapshot { return c.stats.snapshot() }

@@ -1,0 +1,173 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status says where a Fetch's answer came from.
+type Status int
+
+const (
+	// Hit: a fresh value from L1 or Redis.
+	Hit Status = iota
+	// Miss: this request waited for a load (its own or a shared one).
+	Miss
+	// Stale: a value past its soft expiry, served while it is refreshed.
+	Stale
+)
+
+func (s Status) String() string {
+	switch s {
+	case Hit:
+		return "HIT"
+	case Stale:
+		return "STALE"
+	}
+	return "MISS"
+}
+
+// Result is a Fetch's answer.
+type Result struct {
+	Value  []byte
+	Absent bool // a cached or freshly loaded "does not exist"
+	Status Status
+	L1     bool          // served from the in-process cache
+	TTL    time.Duration // freshness left; negative when stale
+}
+
+// Fetch returns the value for key, loading it with load when needed. How many
+// loads a cold or expiring key causes depends on the Mode; see the package
+// documentation.
+func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, error) {
+	now := c.now()
+	if e, ok := c.l1.get(key, now); ok {
+		c.stats.l1Hits.Add(1)
+		return c.result(e, Hit, now, true), nil
+	}
+	e, found, err := c.read(ctx, key)
+	if err != nil {
+		// Redis is down or slow: losing the cache must not lose the answer.
+		// Single-flight still holds the database to one load per process.
+		c.log.Warn("cache: redis read failed, loading directly", "key", key, "err", err)
+		return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
+			return c.loadDirect(lctx, key, load, false)
+		})
+	}
+	if found {
+		return c.serve(ctx, key, e, load, now), nil
+	}
+	switch c.cfg.Mode {
+	case ModeNaive:
+		e, err := c.loadDirect(ctx, key, load, true)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.result(e, Miss, c.now(), false), nil
+	case ModeSingleflight:
+		return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
+			return c.loadDirect(lctx, key, load, true)
+		})
+	}
+	return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
+		return c.loadLocked(lctx, key, load)
+	})
+}
+
+// serve answers from a Redis entry, starting a background refresh when the
+// entry is stale (swr) or XFetch decides to recompute early.
+func (c *Cache) serve(ctx context.Context, key string, e Entry, load LoadFunc, now time.Time) Result {
+	status := Hit
+	switch {
+	case c.cfg.Mode == ModeSWR && !now.Before(e.SoftExpiry):
+		status = Stale
+		c.refresh(ctx, key, load)
+	case c.cfg.Mode == ModeXFetch && !e.Absent && xfetchEarly(now, e.SoftExpiry, e.Delta, c.cfg.XFetchBeta, randUnit()):
+		c.refresh(ctx, key, load)
+	}
+	if status == Hit {
+		// A stale value is not promoted to L1: the next request must come
+		// back to Redis and see the refreshed one.
+		c.l1.set(key, e, now)
+	}
+	return c.result(e, status, now, false)
+}
+
+func (c *Cache) result(e Entry, s Status, now time.Time, fromL1 bool) Result {
+	switch {
+	case fromL1:
+	case e.Absent:
+		c.stats.negatives.Add(1)
+	case s == Hit:
+		c.stats.hits.Add(1)
+	case s == Stale:
+		c.stats.stales.Add(1)
+	default:
+		c.stats.misses.Add(1)
+	}
+	return Result{Value: e.Value, Absent: e.Absent, Status: s, L1: fromL1, TTL: e.SoftExpiry.Sub(now)}
+}
+
+// flight runs fn once per key in this process and shares its outcome. The
+// shared load runs under its own deadline, detached from any one caller's
+// cancellation: a caller that gives up stops waiting, the others still get
+// the value. Close cancels it.
+func (c *Cache) flight(ctx context.Context, key string, fn func(context.Context) (Entry, error)) (Result, error) {
+	ch := c.group.DoChan(key, func() (any, error) {
+		if !c.track() {
+			return Entry{}, fmt.Errorf("cache fetch %s: %w", key, errClosed)
+		}
+		defer c.wg.Done()
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LoadTimeout)
+		defer cancel()
+		stop := context.AfterFunc(c.life, cancel)
+		defer stop()
+		return fn(lctx)
+	})
+	select {
+	case r := <-ch:
+		if r.Shared {
+			c.stats.shared.Add(1)
+		}
+		if r.Err != nil {
+			return Result{}, r.Err
+		}
+		return c.result(r.Val.(Entry), Miss, c.now(), false), nil
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("cache fetch %s: %w", key, ctx.Err())
+	}
+}
+
+// loadDirect loads without any Redis lock and, if store is set, caches the
+// result unconditionally.
+func (c *Cache) loadDirect(ctx context.Context, key string, load LoadFunc, store bool) (Entry, error) {
+	e, ttl, err := c.runLoad(ctx, key, load)
+	if err != nil {
+		return Entry{}, err
+	}
+	if store {
+		if err := c.write(ctx, key, e, ttl); err != nil {
+			c.log.Warn("cache: store after load failed", "key", key, "err", err)
+		}
+	}
+	c.l1.set(key, e, c.now())
+	return e, nil
+}
+
+// runLoad calls load and wraps its answer in an Entry; a LoadFunc error other
+// than ErrAbsent comes back as is.
+func (c *Cache) runLoad(ctx context.Context, key string, load LoadFunc) (Entry, time.Duration, error) {
+	c.stats.loads.Add(1)
+	start := time.Now()
+	v, err := load(ctx)
+	delta := time.Since(start)
+	absent := errors.Is(err, ErrAbsent)
+	if err != nil && !absent {
+		c.stats.loadErrors.Add(1)
+		return Entry{}, 0, fmt.Errorf("load %s: %w", key, err)
+	}
+	e, ttl := c.newEntry(v, absent, delta)
+	return e, ttl, nil
+}

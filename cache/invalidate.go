@@ -1,0 +1,89 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Set stores value under key (write-through after a write to the source of
+// truth), revokes any in-flight load's lock so its older value cannot land
+// afterwards, and tells every instance to drop its L1 copy.
+func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
+	e, ttl := c.newEntry(value, false, 0)
+	if err := c.write(ctx, key, e, ttl); err != nil {
+		c.l1.remove(key)
+		return err
+	}
+	c.l1.set(key, e, c.now())
+	return c.publish(ctx, key)
+}
+
+// Invalidate deletes key everywhere: Redis (entry, copies, and the lock of a
+// load in flight) and every instance's L1.
+func (c *Cache) Invalidate(ctx context.Context, key string) error {
+	c.l1.remove(key)
+	keys := []string{key, lockKey(key)}
+	for n := 1; n < c.cfg.Copies; n++ {
+		keys = append(keys, copyKey(key, n))
+	}
+	// One DEL per key: copies live in other slots, which a multi-key DEL
+	// would reject on Redis Cluster.
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cache invalidate %s: %w", key, err)
+	}
+	return c.publish(ctx, key)
+}
+
+// publish announces that key changed; every instance (this one included)
+// drops its L1 entry when the message arrives.
+func (c *Cache) publish(ctx context.Context, key string) error {
+	if c.cfg.L1TTL <= 0 {
+		return nil
+	}
+	if err := c.rdb.Publish(ctx, c.cfg.Channel, key).Err(); err != nil {
+		return fmt.Errorf("cache publish %s: %w", key, err)
+	}
+	return nil
+}
+
+// subscribe joins the invalidation channel and waits (briefly) for Redis to
+// confirm, so a write published right after New returns is not missed. With
+// Redis down it gives up waiting; go-redis keeps retrying in the background.
+func (c *Cache) subscribe(ctx context.Context) *redis.PubSub {
+	sub := c.rdb.Subscribe(c.life, c.cfg.Channel)
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := sub.Receive(rctx); err != nil {
+		c.log.Warn("cache: invalidation channel not confirmed yet", "channel", c.cfg.Channel, "err", err)
+	}
+	return sub
+}
+
+// listen drops L1 entries named on the invalidation channel until Close.
+// go-redis resubscribes by itself after a reconnect; messages published while
+// disconnected are lost, which L1's short TTL bounds.
+func (c *Cache) listen(sub *redis.PubSub) {
+	defer c.wg.Done()
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-c.life.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			c.l1.remove(m.Payload)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package cache
+
+import (
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+)
+
+// l1 is the in-process cache in front of Redis: a bounded LRU with a short
+// TTL, so a hot key costs no network round trip at all and a Redis restart
+// does not send every request to the database at once. Absent entries get
+// their own, shorter TTL.
+type l1 struct {
+	lru    *expirable.LRU[string, l1Entry]
+	negTTL time.Duration
+}
+
+type l1Entry struct {
+	entry Entry
+	until time.Time // for negative entries, which expire before the LRU's TTL
+}
+
+func newL1(size int, ttl, negTTL time.Duration) *l1 {
+	return &l1{lru: expirable.NewLRU[string, l1Entry](size, nil, ttl), negTTL: negTTL}
+}
+
+func (l *l1) get(key string, now time.Time) (Entry, bool) {
+	if l == nil {
+		return Entry{}, false
+	}
+	e, ok := l.lru.Get(key)
+	if !ok || (!e.until.IsZero() && now.After(e.until)) {
+		return Entry{}, false
+	}
+	return e.entry, true
+}
+
+func (l *l1) set(key string, e Entry, now time.Time) {
+	if l == nil {
+		return
+	}
+	le := l1Entry{entry: e}
+	if e.Absent {
+		le.until = now.Add(l.negTTL)
+	}
+	l.lru.Add(key, le)
+}
+
+func (l *l1) remove(key string) {
+	if l != nil {
+		l.lru.Remove(key)
+	}
+}

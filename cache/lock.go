@@ -1,0 +1,148 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	// ErrNotObtained means another holder has the lock: a normal outcome.
+	ErrNotObtained = errors.New("cache: lock not obtained")
+	// ErrLockNotHeld means our token is no longer the lock's value: it
+	// expired and maybe someone else holds it now.
+	ErrLockNotHeld = errors.New("cache: lock not held")
+)
+
+// Lua scripts run by SHA (go-redis Script falls back to EVAL on NOSCRIPT).
+// Each compares the token first, so a holder whose lock expired can never
+// delete, extend or write over the next holder's work.
+var (
+	releaseScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("del", KEYS[1])
+end
+return 0`)
+
+	extendScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("pexpire", KEYS[1], ARGV[2])
+end
+return 0`)
+
+	// KEYS[1] lock, KEYS[2] value; ARGV token, value, ttl ms. Both keys carry
+	// the same hash tag, so this is legal on Redis Cluster too.
+	fencedSetScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  redis.call("set", KEYS[2], ARGV[2], "PX", ARGV[3])
+  redis.call("del", KEYS[1])
+  return 1
+end
+return 0`)
+)
+
+// Lock is one held attempt at a Redis lock: SET key token NX PX ttl.
+type Lock struct {
+	rdb   redis.Scripter
+	key   string
+	token string
+	ttl   time.Duration
+}
+
+// Obtain tries once to take the lock key for ttl with a fresh random token.
+func Obtain(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration) (*Lock, error) {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails on Linux
+	token := hex.EncodeToString(raw[:])
+	ok, err := rdb.SetNX(ctx, key, token, ttl).Result()
+	if err != nil {
+		return nil, fmt.Errorf("obtain %s: %w", key, err)
+	}
+	if !ok {
+		return nil, ErrNotObtained
+	}
+	return &Lock{rdb: rdb, key: key, token: token, ttl: ttl}, nil
+}
+
+// Key is the lock's Redis key.
+func (l *Lock) Key() string { return l.key }
+
+// Release deletes the lock if it is still ours.
+func (l *Lock) Release(ctx context.Context) error {
+	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, l.token).Int64()
+	if err != nil {
+		return fmt.Errorf("release %s: %w", l.key, err)
+	}
+	if n == 0 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
+
+// Extend resets the lock's expiry to ttl if it is still ours.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	n, err := extendScript.Run(ctx, l.rdb, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("extend %s: %w", l.key, err)
+	}
+	if n == 0 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
+
+// SetAndRelease stores value under key for ttl and releases the lock, in one
+// atomic step, only while the lock is still ours: a fenced write. A holder
+// that lost its lock during a slow load gets ErrLockNotHeld and writes
+// nothing, so it cannot overwrite a newer value (the memcache lease rule).
+func (l *Lock) SetAndRelease(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	n, err := fencedSetScript.Run(ctx, l.rdb, []string{l.key, key}, l.token, value, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("fenced set %s: %w", key, err)
+	}
+	if n == 0 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
+
+// Watch extends the lock every ttl/2 until stop is called, so a load that
+// runs longer than expected keeps its lock. stop waits for the watchdog to
+// end and reports how many extensions it made and whether the lock was lost.
+func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int, lost bool)) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var extensions int
+	var lost bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(l.ttl / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := l.Extend(ctx, l.ttl); err != nil {
+					lost = errors.Is(err, ErrLockNotHeld)
+					return
+				}
+				extensions++
+			}
+		}
+	}()
+	return func() (int, bool) {
+		close(done)
+		wg.Wait()
+		return extensions, lost
+	}
+}

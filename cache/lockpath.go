@@ -1,0 +1,102 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff of a waiter polling for another instance's load.
+const (
+	pollStart = 20 * time.Millisecond
+	pollCap   = 200 * time.Millisecond
+)
+
+// loadLocked is the cross-instance miss path: take the Redis lock, check the
+// cache again, load, and store with a fenced write. Whoever does not get the
+// lock polls the cache with capped exponential backoff and jitter until
+// LockWait, then gives up with ErrLockTimeout.
+func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entry, error) {
+	deadline := c.now().Add(c.cfg.LockWait)
+	backoff := pollStart
+	for {
+		lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
+		switch {
+		case err == nil:
+			c.stats.lockAcquired.Add(1)
+			return c.loadHolding(ctx, key, lock, load)
+		case !errors.Is(err, ErrNotObtained):
+			// The lock tier is gone; single-flight still bounds this process.
+			c.log.Warn("cache: lock unavailable, loading without it", "key", key, "err", err)
+			return c.loadDirect(ctx, key, load, false)
+		}
+		c.stats.lockContended.Add(1)
+
+		if e, found, err := c.read(ctx, key); err == nil && found {
+			c.l1.set(key, e, c.now())
+			return e, nil
+		}
+		sleep := backoff/2 + rand.N(backoff/2+1) // jitter keeps waiters apart
+		if c.now().Add(sleep).After(deadline) {
+			c.stats.lockTimeouts.Add(1)
+			return Entry{}, fmt.Errorf("cache fetch %s: %w after %s", key, ErrLockTimeout, c.cfg.LockWait)
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Entry{}, fmt.Errorf("cache fetch %s: %w", key, ctx.Err())
+		case <-t.C:
+		}
+		backoff = min(2*backoff, pollCap)
+	}
+}
+
+// loadHolding runs while we hold lock: double-check, load, fenced store.
+func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
+	// Double-check: the previous holder may have stored the value between our
+	// miss and our lock.
+	if e, found, err := c.read(ctx, key); err == nil && found && c.now().Before(e.SoftExpiry) {
+		c.release(lock)
+		c.l1.set(key, e, c.now())
+		return e, nil
+	}
+	stopWatch := func() (int, bool) { return 0, false }
+	if !c.cfg.NoWatchdog {
+		stopWatch = lock.Watch(ctx)
+	}
+	e, ttl, err := c.runLoad(ctx, key, load)
+	ext, _ := stopWatch()
+	c.stats.extensions.Add(int64(ext))
+	if err != nil {
+		c.release(lock)
+		return Entry{}, err
+	}
+	b := e.encode()
+	switch err := lock.SetAndRelease(ctx, key, b, ttl); {
+	case errors.Is(err, ErrLockNotHeld):
+		// Our lock expired mid-load and someone else may hold it now: their
+		// value wins. Ours is still a correct answer for our own callers.
+		c.stats.lockLost.Add(1)
+		c.log.Warn("cache: lock lost during load, value not stored", "key", key, "lock_ttl", c.cfg.LockTTL)
+	case err != nil:
+		c.log.Warn("cache: fenced store failed", "key", key, "err", err)
+	default:
+		c.corrupt.Delete(key)
+		c.writeCopies(ctx, key, b, ttl)
+	}
+	c.l1.set(key, e, c.now())
+	return e, nil
+}
+
+// release frees the lock on a context of its own, so a cancelled load still
+// unlocks at once instead of leaving waiters until the TTL.
+func (c *Cache) release(lock *Lock) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := lock.Release(ctx); err != nil && !errors.Is(err, ErrLockNotHeld) {
+		c.log.Warn("cache: unlock failed", "key", lock.Key(), "err", err)
+	}
+}

@@ -1,0 +1,79 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// refresh reloads key in the background while callers keep getting the
+// current value. Within a process single-flight dedupes it; across instances
+// the entry's lock does (one try, no waiting: if someone holds it, they are
+// already refreshing). The goroutine is owned by the Cache: bounded by
+// LoadTimeout, capped by MaxRefreshes, and cancelled by Close.
+func (c *Cache) refresh(ctx context.Context, key string, load LoadFunc) {
+	// DoChan's result channel is buffered, so dropping it leaks nothing.
+	c.group.DoChan("refresh\x00"+key, func() (any, error) {
+		select {
+		case c.refreshes <- struct{}{}:
+			defer func() { <-c.refreshes }()
+		default:
+			return nil, nil // saturated: a later request will trigger it
+		}
+		if !c.track() {
+			return nil, errClosed
+		}
+		defer c.wg.Done()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LoadTimeout)
+		defer cancel()
+		stop := context.AfterFunc(c.life, cancel)
+		defer stop()
+		c.refreshOnce(rctx, key, load)
+		return nil, nil
+	})
+}
+
+func (c *Cache) refreshOnce(ctx context.Context, key string, load LoadFunc) {
+	lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
+	if errors.Is(err, ErrNotObtained) {
+		c.stats.lockContended.Add(1)
+		return
+	}
+	if err != nil {
+		c.log.Warn("cache: refresh lock failed", "key", key, "err", err)
+		return
+	}
+	c.stats.lockAcquired.Add(1)
+	c.stats.refreshes.Add(1)
+	// A failed refresh keeps the stale value in place: it is still the best
+	// answer we have, until the hard TTL.
+	if _, err := c.loadHolding(ctx, key, lock, load); err != nil {
+		c.log.Warn("cache: background refresh failed", "key", key, "err", err)
+	}
+}
+
+// xfetchEarly is XFetch (Vattani et al., "Optimal Probabilistic Cache
+// Stampede Prevention"): recompute when now − delta·beta·ln(r) ≥ expiry,
+// r uniform in (0,1]. Since −ln(r) is exponential, the chance is
+// exp(−remaining/(delta·beta)): negligible while far from expiry, rising as
+// it nears, higher for slow loads, so one early caller refreshes it.
+func xfetchEarly(now, expiry time.Time, delta time.Duration, beta, r float64) bool {
+	gap := time.Duration(float64(delta) * beta * -math.Log(r))
+	return !now.Add(gap).Before(expiry)
+}
+
+// randUnit returns a uniform float in (0,1], so ln never sees zero.
+func randUnit() float64 { return 1 - rand.Float64() }
+
+// track registers a background goroutine unless the Cache is closing.
+func (c *Cache) track() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}

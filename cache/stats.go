@@ -1,0 +1,32 @@
+package cache
+
+import "sync/atomic"
+
+// Stats counts what the protections did. Counters only grow.
+type Stats struct {
+	hits, l1Hits, misses, stales, negatives atomic.Int64
+	loads, loadErrors, shared               atomic.Int64
+	lockAcquired, lockContended             atomic.Int64
+	lockTimeouts, lockLost, extensions      atomic.Int64
+	refreshes, corrupt                      atomic.Int64
+}
+
+// StatsSnapshot is a copy of the counters at one moment.
+type StatsSnapshot struct {
+	Hits, L1Hits, Misses, Stales, Negatives int64
+	Loads, LoadErrors, SharedWaits          int64
+	LockAcquired, LockContended             int64
+	LockTimeouts, LockLost, Extensions      int64
+	Refreshes, Corrupt                      int64
+}
+
+func (s *Stats) snapshot() StatsSnapshot {
+	return StatsSnapshot{
+		Hits: s.hits.Load(), L1Hits: s.l1Hits.Load(), Misses: s.misses.Load(),
+		Stales: s.stales.Load(), Negatives: s.negatives.Load(),
+		Loads: s.loads.Load(), LoadErrors: s.loadErrors.Load(), SharedWaits: s.shared.Load(),
+		LockAcquired: s.lockAcquired.Load(), LockContended: s.lockContended.Load(),
+		LockTimeouts: s.lockTimeouts.Load(), LockLost: s.lockLost.Load(), Extensions: s.extensions.Load(),
+		Refreshes: s.refreshes.Load(), Corrupt: s.corrupt.Load(),
+	}
+}

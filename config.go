@@ -1,0 +1,251 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stampede-guard/api/cache"
+	limiter "github.com/ulule/limiter/v3"
+)
+
+// config is everything run reads from the environment. Defaults match
+// docker-compose.yml and .env.example; only this file knows the variable names.
+type config struct {
+	HTTPAddr        string
+	DatabaseURL     string
+	RedisURL        string
+	CacheMode       cache.Mode
+	CacheTTL        time.Duration
+	CacheSoftTTL    time.Duration
+	CacheNegTTL     time.Duration
+	LockTTL         time.Duration
+	LockWait        time.Duration
+	LockWatchdog    bool
+	L1TTL           time.Duration
+	L1Size          int
+	XFetchBeta      float64
+	HotKeyCopies    int
+	RateLimit       string // "off" or ulule format
+	TrustedProxies  []string
+	ShedMaxWaiting  int
+	MainMaxConns    int
+	ReportsMaxConns int
+	AcquireTimeout  time.Duration
+	IdleTimeout     time.Duration
+	StmtTimeout     time.Duration
+	RequestTimeout  time.Duration
+	WriteTimeout    time.Duration
+	ShutdownTimeout time.Duration
+	HotKeys         []int64
+	LogLevel        string
+}
+
+// loadConfig reads and checks the configuration. A malformed value or a
+// broken timeout layering fails with one line naming the variable.
+func loadConfig(getenv func(string) string) (config, error) {
+	p := envParser{getenv: getenv}
+	c := config{
+		HTTPAddr:        p.str("HTTP_ADDR", ":8080"),
+		DatabaseURL:     p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		RedisURL:        p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		CacheTTL:        p.duration("CACHE_TTL", 10*time.Minute),
+		CacheSoftTTL:    p.duration("CACHE_SOFT_TTL", 30*time.Second),
+		CacheNegTTL:     p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
+		LockTTL:         p.duration("LOCK_TTL", 5*time.Second),
+		LockWait:        p.duration("LOCK_WAIT", 2*time.Second),
+		LockWatchdog:    p.boolean("LOCK_WATCHDOG", true),
+		L1TTL:           p.durationOrZero("L1_TTL", time.Second),
+		L1Size:          p.positive("L1_SIZE", 10_000),
+		XFetchBeta:      p.float("XFETCH_BETA", 1),
+		HotKeyCopies:    p.positive("HOT_KEY_COPIES", 1),
+		RateLimit:       p.str("RATE_LIMIT", "100-S"),
+		TrustedProxies:  p.cidrs("TRUSTED_PROXIES"),
+		ShedMaxWaiting:  p.positive("SHED_MAX_WAITING", 20),
+		MainMaxConns:    p.positive("DB_MAIN_MAX_CONNS", 20),
+		ReportsMaxConns: p.positive("DB_REPORTS_MAX_CONNS", 4),
+		AcquireTimeout:  p.duration("DB_ACQUIRE_TIMEOUT", 2*time.Second),
+		IdleTimeout:     p.duration("DB_IDLE_TIMEOUT", 30*time.Second),
+		StmtTimeout:     p.duration("DB_STATEMENT_TIMEOUT", 3*time.Second),
+		RequestTimeout:  p.duration("REQUEST_TIMEOUT", 5*time.Second),
+		WriteTimeout:    p.duration("HTTP_WRITE_TIMEOUT", 10*time.Second),
+		ShutdownTimeout: p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		HotKeys:         p.ids("HOT_KEYS"),
+		LogLevel:        p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+	}
+	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
+	if err != nil {
+		p.fail("CACHE_MODE", getenv("CACHE_MODE"), err.Error())
+	}
+	c.CacheMode = mode
+	if c.RateLimit != "off" {
+		if _, err := limiter.NewRateFromFormatted(c.RateLimit); err != nil {
+			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)
+		}
+	}
+	if p.err != nil {
+		return config{}, p.err
+	}
+	return c, c.checkLayers()
+}
+
+// checkLayers enforces SPEC §2.3: every inner timeout is shorter than the one
+// outside it, so an inner failure is reported before an outer one fires.
+func (c config) checkLayers() error {
+	rules := []struct {
+		ok        bool
+		name, msg string
+	}{
+		{c.StmtTimeout < c.LockTTL, "DB_STATEMENT_TIMEOUT",
+			fmt.Sprintf("%s must be shorter than LOCK_TTL (%s), or a slow query outlives its lock", c.StmtTimeout, c.LockTTL)},
+		{c.AcquireTimeout+c.StmtTimeout <= c.RequestTimeout, "REQUEST_TIMEOUT",
+			fmt.Sprintf("%s must be at least DB_ACQUIRE_TIMEOUT + DB_STATEMENT_TIMEOUT (%s)", c.RequestTimeout, c.AcquireTimeout+c.StmtTimeout)},
+		{c.LockWait < c.RequestTimeout, "LOCK_WAIT",
+			fmt.Sprintf("%s must be shorter than REQUEST_TIMEOUT (%s)", c.LockWait, c.RequestTimeout)},
+		{c.RequestTimeout < c.WriteTimeout, "HTTP_WRITE_TIMEOUT",
+			fmt.Sprintf("%s must be longer than REQUEST_TIMEOUT (%s), or the server cuts answers the handler still writes", c.WriteTimeout, c.RequestTimeout)},
+		{c.CacheSoftTTL < c.CacheTTL, "CACHE_SOFT_TTL",
+			fmt.Sprintf("%s must be shorter than CACHE_TTL (%s), the hard expiry", c.CacheSoftTTL, c.CacheTTL)},
+		{c.L1TTL < c.CacheSoftTTL, "L1_TTL",
+			fmt.Sprintf("%s must be shorter than CACHE_SOFT_TTL (%s), or L1 hides refreshes", c.L1TTL, c.CacheSoftTTL)},
+	}
+	for _, r := range rules {
+		if !r.ok {
+			return fmt.Errorf("config: %s: %s", r.name, r.msg)
+		}
+	}
+	return nil
+}
+
+// envParser reads variables and keeps the first error, so loadConfig reads
+// as a flat list of names and defaults.
+type envParser struct {
+	getenv func(string) string
+	err    error
+}
+
+func (p *envParser) fail(name, value, why string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("config: %s=%q: %s", name, value, why)
+	}
+}
+
+func (p *envParser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *envParser) duration(name string, def time.Duration) time.Duration {
+	d := p.durationOrZero(name, def)
+	if d == 0 && p.getenv(name) != "" {
+		p.fail(name, p.getenv(name), "must be a positive duration such as 300ms or 5s")
+	}
+	return d
+}
+
+func (p *envParser) durationOrZero(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	if v == "0" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		p.fail(name, v, "must be a duration such as 300ms or 5s")
+		return def
+	}
+	return d
+}
+
+func (p *envParser) positive(name string, def int) int {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		p.fail(name, v, "must be a positive whole number")
+		return def
+	}
+	return n
+}
+
+func (p *envParser) float(name string, def float64) float64 {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0) || f > 1e6 {
+		p.fail(name, v, "must be a positive number")
+		return def
+	}
+	return f
+}
+
+func (p *envParser) boolean(name string, def bool) bool {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.fail(name, v, "must be true or false")
+		return def
+	}
+	return b
+}
+
+func (p *envParser) oneOf(name, def string, allowed ...string) string {
+	v := p.str(name, def)
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.fail(name, v, "must be one of "+strings.Join(allowed, ", "))
+	return def
+}
+
+func (p *envParser) cidrs(name string) []string {
+	var out []string
+	for _, s := range splitList(p.getenv(name)) {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			if _, err := netip.ParseAddr(s); err != nil {
+				p.fail(name, s, "must be a comma-separated list of CIDRs such as 10.0.0.0/8")
+				return nil
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (p *envParser) ids(name string) []int64 {
+	var out []int64
+	for _, s := range splitList(p.getenv(name)) {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			p.fail(name, s, "must be a comma-separated list of positive product ids")
+			return nil
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+// Package db opens the PostgreSQL pools and guards the database from the
+// application: every pool is bounded, every connection acquire has a deadline
+// (a request that cannot get a connection fails fast with ErrAcquireTimeout
+// instead of queueing), and every statement carries a server-side
+// statement_timeout, so no query outlives the lock that protects it.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrAcquireTimeout reports that no connection became free within the pool's
+// acquire timeout: the pool is saturated, so the caller should shed the work.
+var ErrAcquireTimeout = errors.New("db: timed out waiting for a connection")
+
+// Config sizes one pool. Zero values take the documented defaults.
+type Config struct {
+	URL              string
+	Name             string        // label in errors and stats; default "main"
+	MaxConns         int32         // default 10
+	AcquireTimeout   time.Duration // default 2 seconds
+	IdleTimeout      time.Duration // default 30 seconds
+	StatementTimeout time.Duration // server-side, per statement; default 3 seconds
+}
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = "main"
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 10
+	}
+	if c.AcquireTimeout <= 0 {
+		c.AcquireTimeout = 2 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
+	if c.StatementTimeout <= 0 {
+		c.StatementTimeout = 3 * time.Second
+	}
+	return c
+}
+
+// Pool is a bounded pgxpool that counts the callers waiting for a connection,
+// which pgxpool itself does not expose, so load shedding can refuse work
+// before it joins a queue that cannot drain in time.
+type Pool struct {
+	*pgxpool.Pool
+	cfg     Config
+	waiting atomic.Int64
+}
+
+// Open creates the pool and checks that the database answers.
+func Open(ctx context.Context, cfg Config) (*Pool, error) {
+	cfg = cfg.withDefaults()
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("db %s: parse url: %w", cfg.Name, err)
+	}
+	pc.MaxConns = cfg.MaxConns
+	pc.MaxConnIdleTime = cfg.IdleTimeout
+	// Set at connection start-up, so it holds for every statement on every
+	// connection, including ones a future caller forgets to bound.
+	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
+	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * cfg.StatementTimeout).Milliseconds(), 10)
+	pc.ConnConfig.RuntimeParams["application_name"] = "stampede-guard/" + cfg.Name
+
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("db %s: open: %w", cfg.Name, err)
+	}
+	// NewWithConfig does not connect; ping so a wrong URL fails the start.
+	pingCtx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StatementTimeout)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("db %s: ping: %w", cfg.Name, err)
+	}
+	return &Pool{Pool: pool, cfg: cfg}, nil
+}
+
+// Name is the pool's label ("main", "reports").
+func (p *Pool) Name() string { return p.cfg.Name }
+
+// Waiting is the number of callers currently waiting for a connection.
+func (p *Pool) Waiting() int64 { return p.waiting.Load() }
+
+// MaxConns is the pool's size.
+func (p *Pool) MaxConns() int32 { return p.cfg.MaxConns }
+
+// AcquireTimeout is how long a caller may wait for a connection.
+func (p *Pool) AcquireTimeout() time.Duration { return p.cfg.AcquireTimeout }
+
+// Acquire takes a connection, waiting at most the acquire timeout. The wait is
+// counted in Waiting. A saturated pool yields ErrAcquireTimeout; a caller whose
+// own context ends yields its context error.
+func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+
+	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
+	defer cancel()
+	conn, err := p.Pool.Acquire(actx)
+	if err == nil {
+		return conn, nil
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, ctx.Err())
+	}
+	if actx.Err() != nil {
+		return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name, ErrAcquireTimeout, p.cfg.AcquireTimeout)
+	}
+	return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, err)
+}
+
+// With runs fn on a connection acquired with Acquire and releases it after.
+// fn runs under the caller's ctx, not the acquire deadline.
+func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return fn(conn)
+}

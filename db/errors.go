@@ -1,0 +1,48 @@
+package db
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PostgreSQL error codes this application reacts to.
+const (
+	codeUniqueViolation      = "23505"
+	codeQueryCanceled        = "57014" // statement_timeout fired
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+)
+
+func pgCode(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation,
+// optionally on the named constraint ("" matches any).
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != codeUniqueViolation {
+		return false
+	}
+	return constraint == "" || pgErr.ConstraintName == constraint
+}
+
+// IsStatementTimeout reports whether the server cancelled the statement
+// because it ran past statement_timeout.
+func IsStatementTimeout(err error) bool { return pgCode(err) == codeQueryCanceled }
+
+// IsTransient reports whether repeating the same statement may succeed:
+// serialization failures, deadlocks, and connection-level failures that
+// happened before the server could have done the work.
+func IsTransient(err error) bool {
+	switch pgCode(err) {
+	case codeSerializationFailure, codeDeadlockDetected:
+		return true
+	}
+	return pgconn.SafeToRetry(err)
+}

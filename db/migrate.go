@@ -1,0 +1,45 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// Migrate applies the pending migrations in fsys. Several instances may call
+// it at the same moment on an empty database: goose's Postgres session locker
+// holds an advisory lock for the whole run, so exactly one of them migrates
+// and the others find nothing left to do.
+func Migrate(ctx context.Context, p *Pool, fsys fs.FS, log *slog.Logger) error {
+	locker, err := lock.NewPostgresSessionLocker(
+		// Poll every second for up to 60 s: a slow first migration on a cold
+		// database must not make the other instances give up.
+		lock.WithLockTimeout(1, 60),
+	)
+	if err != nil {
+		return fmt.Errorf("migrate: locker: %w", err)
+	}
+	sqlDB := stdlib.OpenDBFromPool(p.Pool)
+	defer sqlDB.Close()
+
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys,
+		goose.WithSessionLocker(locker),
+		goose.WithDisableGlobalRegistry(true),
+	)
+	if err != nil {
+		return fmt.Errorf("migrate: provider: %w", err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: up: %w", err)
+	}
+	for _, r := range results {
+		log.Info("migration applied", "source", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
