@@ -1,0 +1,69 @@
+// Package handlers translates HTTP to repository calls and back, and nothing
+// else: no SQL, no Redis. It protects the service from its clients' mistakes:
+// every malformed input gets a clear 4xx and loses nothing, and every
+// infrastructure failure maps to one status in one place (writeError).
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/repo"
+)
+
+// requestError is a client mistake with the status that names it.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &requestError{status: http.StatusBadRequest, msg: msg} }
+
+// writeError is the one place errors become status codes. Internals are
+// logged once here; clients see a short message.
+func writeError(c *gin.Context, log *slog.Logger, err error) {
+	var re *requestError
+	switch {
+	case errors.As(err, &re):
+		abort(c, re.status, re.msg)
+	case errors.Is(err, repo.ErrNotFound):
+		abort(c, http.StatusNotFound, "not found")
+	case errors.Is(err, repo.ErrOutOfStock):
+		abort(c, http.StatusConflict, "not enough stock")
+	case errors.Is(err, repo.ErrIdempotencyMismatch):
+		abort(c, http.StatusUnprocessableEntity, "Idempotency-Key was already used with a different request body")
+	case errors.Is(err, repo.ErrUnavailable):
+		log.Warn("unavailable", "path", c.FullPath(), "err", err)
+		c.Header("Retry-After", retryAfterSeconds(repo.RetryAfter(err).Seconds()))
+		abort(c, http.StatusServiceUnavailable, "temporarily unavailable, retry later")
+	case errors.Is(err, context.DeadlineExceeded):
+		log.Warn("request deadline exceeded", "path", c.FullPath(), "err", err)
+		abort(c, http.StatusGatewayTimeout, "the request took too long")
+	case errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil:
+		// The client went away; nobody reads this answer.
+		abort(c, http.StatusServiceUnavailable, "request cancelled")
+	default:
+		log.Error("internal error", "path", c.FullPath(), "err", err)
+		abort(c, http.StatusInternalServerError, "internal error")
+	}
+}
+
+func abort(c *gin.Context, status int, msg string) {
+	c.AbortWithStatusJSON(status, gin.H{"error": msg})
+}
+
+// retryAfterSeconds rounds up: Retry-After takes whole seconds, and "0"
+// would invite an immediate retry.
+func retryAfterSeconds(s float64) string {
+	return strconv.Itoa(max(1, int(math.Ceil(s))))
+}
+
+func isNotFound(err error) bool { return errors.Is(err, repo.ErrNotFound) }

@@ -1,0 +1,167 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/repo"
+)
+
+// productStore is what the product routes need from the repository.
+type productStore interface {
+	Get(ctx context.Context, id int64) (repo.Product, repo.Freshness, error)
+	List(ctx context.Context, after int64, limit int) (repo.Page, error)
+	Create(ctx context.Context, in repo.NewProduct) (repo.Product, error)
+	Update(ctx context.Context, id int64, in repo.ProductUpdate) (repo.Product, error)
+}
+
+// Products serves /products.
+type Products struct {
+	store productStore
+	log   *slog.Logger
+}
+
+// NewProducts builds the product handlers.
+func NewProducts(store productStore, log *slog.Logger) *Products {
+	return &Products{store: store, log: log}
+}
+
+// productBody is the JSON of POST and PUT. Pointers tell a missing field
+// from a zero one.
+type productBody struct {
+	Name       *string `json:"name"`
+	PriceCents *int64  `json:"price_cents"`
+	Stock      *int32  `json:"stock"`
+}
+
+// Limits keep totals far from int64 overflow in the database.
+const (
+	maxPriceCents = 100_000_000_00 // 100 million in currency units
+	maxNameLen    = 200
+)
+
+func (b productBody) validate() error {
+	var missing []string
+	if b.Name == nil {
+		missing = append(missing, "name")
+	}
+	if b.PriceCents == nil {
+		missing = append(missing, "price_cents")
+	}
+	switch {
+	case len(missing) > 0:
+		return badRequest("missing field(s): " + strings.Join(missing, ", "))
+	case strings.TrimSpace(*b.Name) == "" || len([]rune(*b.Name)) > maxNameLen:
+		return badRequest(fmt.Sprintf("name must be 1 to %d characters", maxNameLen))
+	case *b.PriceCents < 0 || *b.PriceCents > maxPriceCents:
+		return badRequest(fmt.Sprintf("price_cents must be from 0 to %d", int64(maxPriceCents)))
+	case b.Stock != nil && *b.Stock < 0:
+		return badRequest("stock must not be negative")
+	}
+	return nil
+}
+
+func (h *Products) get(c *gin.Context) {
+	id, err := pathID(c)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	p, f, err := h.store.Get(c.Request.Context(), id)
+	if err == nil || isNotFound(err) {
+		setCacheHeaders(c, f)
+	}
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// setCacheHeaders reports the cache's answer in X-Cache and in the standard
+// Cache-Status header (RFC 9211).
+func setCacheHeaders(c *gin.Context, f repo.Freshness) {
+	status := f.Status.String()
+	c.Header("X-Cache", status)
+	ttl := int64(math.Round(f.TTL.Seconds()))
+	switch status {
+	case "HIT":
+		c.Header("Cache-Status", fmt.Sprintf("stampede-guard; hit; ttl=%d", ttl))
+	case "STALE":
+		// A negative ttl is how RFC 9211 says "served stale".
+		c.Header("Cache-Status", fmt.Sprintf("stampede-guard; hit; ttl=%d; detail=revalidating", min(ttl, -1)))
+	default:
+		c.Header("Cache-Status", fmt.Sprintf("stampede-guard; fwd=miss; stored; ttl=%d", ttl))
+	}
+}
+
+func (h *Products) list(c *gin.Context) {
+	limit, err := queryInt(c, "limit", 20, 1, 100)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	after, err := queryInt(c, "after", 0, 0, math.MaxInt64)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	page, err := h.store.List(c.Request.Context(), after, int(limit))
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusOK, page)
+}
+
+func (h *Products) create(c *gin.Context) {
+	var b productBody
+	if err := decodeJSON(c, &b); err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	if err := b.validate(); err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	in := repo.NewProduct{Name: *b.Name, PriceCents: *b.PriceCents}
+	if b.Stock != nil {
+		in.Stock = *b.Stock
+	}
+	p, err := h.store.Create(c.Request.Context(), in)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	c.Header("Location", fmt.Sprintf("/products/%d", p.ID))
+	c.JSON(http.StatusCreated, p)
+}
+
+func (h *Products) update(c *gin.Context) {
+	id, err := pathID(c)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	var b productBody
+	if err := decodeJSON(c, &b); err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	if err := b.validate(); err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{Name: *b.Name, PriceCents: *b.PriceCents, Stock: b.Stock})
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}

@@ -1,0 +1,36 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Register mounts the whole API: every route on one screen. Middleware that
+// depends on a route's priority is passed per group by the caller.
+func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, classes Classes) {
+	r.HandleMethodNotAllowed = true
+	r.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "no such route") })
+	r.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
+
+	r.GET("/healthz", h.healthz)
+	r.GET("/readyz", h.readyz)
+
+	normal := r.Group("/", classes.Normal...)
+	normal.GET("/products/:id", p.get)
+	normal.GET("/products", p.list)
+
+	critical := r.Group("/", classes.Critical...)
+	critical.POST("/products", p.create)
+	critical.PUT("/products/:id", p.update)
+	critical.POST("/orders", o.create)
+
+	low := r.Group("/", classes.Low...)
+	low.GET("/reports/top-products", rep.topProducts)
+}
+
+// Classes holds the middleware each priority class of routes runs behind
+// (rate limits, shedding thresholds, concurrency limits).
+type Classes struct {
+	Critical, Normal, Low []gin.HandlerFunc
+}

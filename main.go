@@ -1,0 +1,189 @@
+// Command api is the stampede-guard product API: a Gin service that keeps
+// PostgreSQL alive when a hot cache key expires, when Redis restarts, when a
+// deploy empties the cache, and when traffic grows past what the database
+// can take. main only wires; every protection lives in its own package.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/middleware"
+	"github.com/stampede-guard/api/migrations"
+	"github.com/stampede-guard/api/repo"
+)
+
+func main() {
+	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run starts the service and blocks until ctx ends or SIGINT/SIGTERM
+// arrives, then shuts down gracefully. It returns nil after a clean shutdown.
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	// ---- Configuration ----------------------------------------------------
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stdout, cfg.LogLevel)
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	// ---- Database: two pools, so reports can never starve checkout ----------
+	mainPool, err := db.Open(ctx, db.Config{
+		URL: cfg.DatabaseURL, Name: "main", MaxConns: int32(cfg.MainMaxConns),
+		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	defer mainPool.Close()
+	// Migrations get a roomier deadline than a request: they run once, under
+	// goose's advisory lock, before any traffic.
+	if err := db.Migrate(ctx, mainPool, migrations.FS, log); err != nil {
+		return err
+	}
+	reportsPool, err := db.Open(ctx, db.Config{
+		URL: cfg.DatabaseURL, Name: "reports", MaxConns: int32(cfg.ReportsMaxConns),
+		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	defer reportsPool.Close()
+
+	// ---- Redis -------------------------------------------------------------
+	rdb, err := newRedis(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		// Not fatal: the service answers from the database while Redis is
+		// away, and /readyz says so.
+		log.Warn("redis not reachable at start", "err", err)
+	}
+
+	// ---- Cache and repositories -------------------------------------------
+	c := cache.New(ctx, rdb, cache.Config{
+		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
+		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LockTTL, NoWatchdog: !cfg.LockWatchdog,
+		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies,
+	}, log)
+	defer c.Close()
+	products := repo.NewProducts(mainPool, c, log)
+	orders := repo.NewOrders(mainPool, log)
+	reports := repo.NewReports(reportsPool)
+
+	// ---- HTTP ----------------------------------------------------------------
+	health := handlers.NewHealth(time.Second,
+		handlers.Check{Name: "postgres", Ping: mainPool.Ping},
+		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+	)
+	engine, err := newEngine(cfg, log)
+	if err != nil {
+		return err
+	}
+	handlers.Register(engine,
+		handlers.NewProducts(products, log), handlers.NewOrders(orders, log),
+		handlers.NewReports(reports, log), health, handlers.Classes{})
+
+	srv := &http.Server{
+		Handler:           engine,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      cfg.WriteTimeout, // outside REQUEST_TIMEOUT (checked at start)
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	health.MarkReady()
+	log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	// ---- Shutdown ------------------------------------------------------------
+	// Readiness goes 503 first so load balancers stop sending; in-flight
+	// requests then get up to SHUTDOWN_TIMEOUT to finish. Deferred closes
+	// run after: cache (stops refreshers), Redis, pools.
+	log.Info("shutting down")
+	health.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newEngine builds gin with the middleware in its explicit order.
+func newEngine(cfg config, log *slog.Logger) (*gin.Engine, error) {
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	// Before anything reads ClientIP: with no trusted proxies (the default)
+	// an X-Forwarded-For header changes nothing.
+	if err := engine.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("config: TRUSTED_PROXIES: %w", err)
+	}
+	engine.Use(
+		middleware.Recover(log),
+		middleware.RequestLog(log),
+		middleware.Timeout(cfg.RequestTimeout),
+	)
+	return engine, nil
+}
+
+// newRedis builds a client whose commands honour the caller's deadline
+// (ContextTimeoutEnabled) and give up fast when Redis is gone, so a Redis
+// outage costs milliseconds, not socket timeouts.
+func newRedis(url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.DialTimeout = time.Second
+	opt.ReadTimeout = 500 * time.Millisecond
+	opt.WriteTimeout = 500 * time.Millisecond
+	opt.PoolTimeout = time.Second
+	opt.MaxRetries = 1
+	return redis.NewClient(opt), nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level)) // validated by loadConfig
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,60 @@
+package middleware
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// RequestIDKey is the gin context key holding the request id.
+const RequestIDKey = "request_id"
+
+// maxRequestIDLen bounds an id a client sends us, so logs stay sane.
+const maxRequestIDLen = 64
+
+// RequestLog gives each request an id (a sane X-Request-ID from the client,
+// or a new random one), echoes it in the response, and writes one access log
+// line when the request ends.
+func RequestLog(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		id := c.GetHeader("X-Request-ID")
+		if !validRequestID(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Set(RequestIDKey, id)
+		c.Header("X-Request-ID", id)
+		c.Next()
+
+		level := slog.LevelInfo
+		if c.Writer.Status() >= 500 {
+			level = slog.LevelWarn
+		}
+		log.Log(c.Request.Context(), level, "request",
+			"request_id", id,
+			"method", c.Request.Method,
+			"route", c.FullPath(),
+			"status", c.Writer.Status(),
+			"duration_ms", float64(time.Since(start).Microseconds())/1000,
+			"cache", c.Writer.Header().Get("X-Cache"),
+			"client_ip", c.ClientIP(),
+		)
+	}
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}

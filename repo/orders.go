@@ -1,0 +1,139 @@
+package repo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stampede-guard/api/db"
+)
+
+// Order is a created order.
+type Order struct {
+	ID         int64     `json:"id"`
+	ProductID  int64     `json:"product_id"`
+	Quantity   int32     `json:"quantity"`
+	TotalCents int64     `json:"total_cents"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// NewOrder is the input of Orders.Create. IdempotencyKey is optional.
+type NewOrder struct {
+	ProductID      int64
+	Quantity       int32
+	IdempotencyKey string
+}
+
+// hash identifies the request body a key was first used with.
+func (o NewOrder) hash() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d:%d", o.ProductID, o.Quantity))
+	return hex.EncodeToString(sum[:])
+}
+
+// Orders is checkout: stock is checked and decremented in the same
+// transaction that records the order, so concurrent buyers can never
+// oversell, and a retried request with the same Idempotency-Key returns the
+// first order instead of creating a second one.
+type Orders struct {
+	pool *db.Pool
+	log  *slog.Logger
+}
+
+// NewOrders wires the orders repository on the main pool.
+func NewOrders(pool *db.Pool, log *slog.Logger) *Orders { return &Orders{pool: pool, log: log} }
+
+// Create places an order. replayed is true when the Idempotency-Key had
+// already created this order, which is then returned unchanged.
+func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed bool, err error) {
+	err = o.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			order, replayed, err = o.create(ctx, tx, in)
+			return err
+		})
+	})
+	// The unique constraint is the guarantee: if two transactions with one
+	// key ever got past the advisory lock together, the loser lands here
+	// and answers with the winner's order.
+	if in.IdempotencyKey != "" && db.IsUniqueViolation(err, "orders_idempotency_key_key") {
+		err = o.pool.With(ctx, func(conn *pgxpool.Conn) error {
+			order, replayed, err = o.replay(ctx, conn, in)
+			if err == nil && !replayed {
+				return errors.New("idempotency key vanished after a unique violation")
+			}
+			return err
+		})
+	}
+	if err != nil {
+		return Order{}, false, unavailable(fmt.Errorf("create order: %w", err), time.Second)
+	}
+	return order, replayed, nil
+}
+
+func (o *Orders) create(ctx context.Context, tx pgx.Tx, in NewOrder) (Order, bool, error) {
+	if in.IdempotencyKey != "" {
+		// Serialise requests that share a key, so a retry that arrives while
+		// the first attempt is still running waits for it and replays it,
+		// instead of racing it for the last items in stock.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, in.IdempotencyKey); err != nil {
+			return Order{}, false, err
+		}
+		if order, found, err := o.replay(ctx, tx, in); err != nil || found {
+			return order, found, err
+		}
+	}
+	var price int64
+	err := tx.QueryRow(ctx,
+		`UPDATE products SET stock = stock - $2 WHERE id = $1 AND stock >= $2 RETURNING price_cents`,
+		in.ProductID, in.Quantity).Scan(&price)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)`, in.ProductID).Scan(&exists); err != nil {
+			return Order{}, false, err
+		}
+		if !exists {
+			return Order{}, false, fmt.Errorf("product %d: %w", in.ProductID, ErrNotFound)
+		}
+		return Order{}, false, fmt.Errorf("product %d, quantity %d: %w", in.ProductID, in.Quantity, ErrOutOfStock)
+	}
+	if err != nil {
+		return Order{}, false, err
+	}
+	var key, hash *string
+	if in.IdempotencyKey != "" {
+		h := in.hash()
+		key, hash = &in.IdempotencyKey, &h
+	}
+	order := Order{ProductID: in.ProductID, Quantity: in.Quantity, TotalCents: price * int64(in.Quantity)}
+	err = tx.QueryRow(ctx,
+		`INSERT INTO orders (product_id, quantity, total_cents, idempotency_key, request_hash)
+		 VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at`,
+		order.ProductID, order.Quantity, order.TotalCents, key, hash).Scan(&order.ID, &order.CreatedAt)
+	return order, false, err
+}
+
+// replay finds the order an Idempotency-Key created. found is false when the
+// key is new; a key first used with another body is ErrIdempotencyMismatch.
+func (o *Orders) replay(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, in NewOrder) (order Order, found bool, err error) {
+	var hash string
+	err = q.QueryRow(ctx,
+		`SELECT id, product_id, quantity, total_cents, created_at, request_hash FROM orders WHERE idempotency_key = $1`,
+		in.IdempotencyKey).Scan(&order.ID, &order.ProductID, &order.Quantity, &order.TotalCents, &order.CreatedAt, &hash)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Order{}, false, nil
+	case err != nil:
+		return Order{}, false, err
+	case hash != in.hash():
+		return Order{}, false, ErrIdempotencyMismatch
+	}
+	return order, true, nil
+}

@@ -1,0 +1,79 @@
+// Package repo is the domain boundary the handlers talk to: it owns the SQL,
+// the product and order types, the sentinel errors, and the product read
+// path (cache → single-flight → lock → database), so a handler cannot
+// bypass the protections by accident. It protects the database from
+// duplicate work (stampedes, retried orders) and from overselling.
+package repo
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Product is the public read model. Stock is deliberately not part of it:
+// it changes on every order and would make every cached entry stale.
+type Product struct {
+	ID         int64  `json:"id"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// NewProduct is the input of Create.
+type NewProduct struct {
+	Name       string
+	PriceCents int64
+	Stock      int32
+}
+
+// ProductUpdate is the input of Update; a nil Stock leaves stock unchanged.
+type ProductUpdate struct {
+	Name       string
+	PriceCents int64
+	Stock      *int32
+}
+
+// Page is one page of a keyset-paginated list.
+type Page struct {
+	Items []Product `json:"items"`
+	// NextAfter is the id to pass as `after` for the next page; nil on the
+	// last page.
+	NextAfter *int64 `json:"next_after"`
+}
+
+// Sentinel errors; handlers map them to HTTP status codes in one place.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrOutOfStock = errors.New("not enough stock")
+	// ErrIdempotencyMismatch: the Idempotency-Key was first used with a
+	// different request body.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	// ErrUnavailable: the database or the cache is saturated or down; the
+	// caller should retry later (see RetryAfter).
+	ErrUnavailable = errors.New("temporarily unavailable")
+)
+
+// UnavailableError is an ErrUnavailable that knows when a retry makes sense.
+type UnavailableError struct {
+	RetryAfter time.Duration
+	Cause      error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("%s: %v", ErrUnavailable, e.Cause)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unwrap exposes the cause.
+func (e *UnavailableError) Unwrap() error { return e.Cause }
+
+// RetryAfter is the retry hint carried by err, or 1 second.
+func RetryAfter(err error) time.Duration {
+	var ue *UnavailableError
+	if errors.As(err, &ue) && ue.RetryAfter > 0 {
+		return ue.RetryAfter
+	}
+	return time.Second
+}

@@ -1,0 +1,157 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db"
+)
+
+// Products reads and writes products. Reads of one product go through the
+// cache, whose mode decides how many database queries a hot key costs.
+type Products struct {
+	pool  *db.Pool
+	cache *cache.Cache
+	log   *slog.Logger
+}
+
+// NewProducts wires the products repository.
+func NewProducts(pool *db.Pool, c *cache.Cache, log *slog.Logger) *Products {
+	return &Products{pool: pool, cache: c, log: log}
+}
+
+// Freshness says how a product read was answered, for the X-Cache and
+// Cache-Status headers.
+type Freshness struct {
+	Status cache.Status
+	L1     bool
+	TTL    time.Duration
+}
+
+// Key is the Redis key of product id. The id is a hash tag, so the entry and
+// its lock share a Redis Cluster slot.
+func Key(id int64) string { return "product:v1:{" + strconv.FormatInt(id, 10) + "}" }
+
+// Get returns product id through the cache. An absent product is ErrNotFound
+// (and is cached negatively).
+func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error) {
+	res, err := p.cache.Fetch(ctx, Key(id), func(ctx context.Context) ([]byte, error) {
+		return p.load(ctx, id)
+	})
+	if err != nil {
+		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), time.Second)
+	}
+	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL}
+	if res.Absent {
+		return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
+	}
+	var pr Product
+	if err := json.Unmarshal(res.Value, &pr); err != nil {
+		return Product{}, f, fmt.Errorf("decode cached product %d: %w", id, err)
+	}
+	return pr, f, nil
+}
+
+// load is the single query a cache miss may cost.
+func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
+	var pr Product
+	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx,
+			`SELECT id, name, price_cents FROM products WHERE id = $1`, id,
+		).Scan(&pr.ID, &pr.Name, &pr.PriceCents)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, cache.ErrAbsent
+	}
+	if err != nil {
+		return nil, fmt.Errorf("select product %d: %w", id, err)
+	}
+	return json.Marshal(pr)
+}
+
+// List returns up to limit products with id > after, in id order (keyset
+// pagination: every page costs the same, however deep).
+func (p *Products) List(ctx context.Context, after int64, limit int) (Page, error) {
+	page := Page{Items: make([]Product, 0, limit)}
+	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx,
+			`SELECT id, name, price_cents FROM products WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
+		if err != nil {
+			return err
+		}
+		page.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Product])
+		return err
+	})
+	if err != nil {
+		return Page{}, unavailable(fmt.Errorf("list products: %w", err), time.Second)
+	}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		next := page.Items[limit-1].ID
+		page.NextAfter = &next
+	}
+	return page, nil
+}
+
+// Create inserts a product and writes it through to the cache, replacing a
+// negative entry that a read of the not-yet-existing id may have left.
+func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
+	var pr Product
+	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx,
+			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
+			 RETURNING id, name, price_cents`, in.Name, in.PriceCents, in.Stock,
+		).Scan(&pr.ID, &pr.Name, &pr.PriceCents)
+	})
+	if err != nil {
+		return Product{}, unavailable(fmt.Errorf("create product: %w", err), time.Second)
+	}
+	p.writeThrough(ctx, pr)
+	return pr, nil
+}
+
+// Update replaces a product's name and price (and stock, if given), then
+// refreshes the cached entry on every instance.
+func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
+	var pr Product
+	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx,
+			`UPDATE products SET name = $2, price_cents = $3, stock = COALESCE($4, stock), updated_at = now()
+			 WHERE id = $1 RETURNING id, name, price_cents`, id, in.Name, in.PriceCents, in.Stock,
+		).Scan(&pr.ID, &pr.Name, &pr.PriceCents)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), time.Second)
+	}
+	p.writeThrough(ctx, pr)
+	return pr, nil
+}
+
+// writeThrough runs after the database committed, so its failure must not
+// fail the write: it falls back to invalidation, and if Redis is down the
+// hard TTL bounds how long a stale entry can live.
+func (p *Products) writeThrough(ctx context.Context, pr Product) {
+	b, err := json.Marshal(pr)
+	if err == nil {
+		err = p.cache.Set(ctx, Key(pr.ID), b)
+	}
+	if err == nil {
+		return
+	}
+	p.log.Warn("write-through failed, invalidating", "product", pr.ID, "err", err)
+	if err := p.cache.Invalidate(ctx, Key(pr.ID)); err != nil {
+		p.log.Error("invalidation failed; entry stays until its TTL", "product", pr.ID, "err", err)
+	}
+}

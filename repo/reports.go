@@ -1,0 +1,53 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stampede-guard/api/db"
+)
+
+// TopProduct is one row of the top-products report.
+type TopProduct struct {
+	ProductID    int64  `json:"product_id"`
+	Name         string `json:"name"`
+	Units        int64  `json:"units"`
+	RevenueCents int64  `json:"revenue_cents"`
+}
+
+// Reports runs heavy, low-priority aggregates on their own pool (a
+// bulkhead): a flood of reports can exhaust that pool, never checkout's.
+type Reports struct {
+	pool *db.Pool
+}
+
+// NewReports wires the reports repository on the reports pool.
+func NewReports(pool *db.Pool) *Reports { return &Reports{pool: pool} }
+
+// TopProducts aggregates the orders of the last `days` days by product and
+// returns the `limit` best sellers by units.
+func (r *Reports) TopProducts(ctx context.Context, days, limit int) ([]TopProduct, error) {
+	var out []TopProduct
+	err := r.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, `
+			SELECT p.id, p.name, SUM(o.quantity)::bigint AS units, SUM(o.total_cents)::bigint AS revenue
+			FROM orders o JOIN products p ON p.id = o.product_id
+			WHERE o.created_at >= now() - make_interval(days => $1)
+			GROUP BY p.id, p.name
+			ORDER BY units DESC, p.id
+			LIMIT $2`, days, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[TopProduct])
+		return err
+	})
+	if err != nil {
+		return nil, unavailable(fmt.Errorf("top products: %w", err), 2*time.Second)
+	}
+	return out, nil
+}
