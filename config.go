@@ -31,6 +31,11 @@ type config struct {
 	RateLimit       string // "off" or ulule format
 	TrustedProxies  []string
 	ShedMaxWaiting  int
+	LimitCritical   int
+	LimitNormal     int
+	LimitLow        int
+	BreakerFailures int
+	BreakerOpen     time.Duration
 	MainMaxConns    int
 	ReportsMaxConns int
 	AcquireTimeout  time.Duration
@@ -64,6 +69,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		RateLimit:       p.str("RATE_LIMIT", "100-S"),
 		TrustedProxies:  p.cidrs("TRUSTED_PROXIES"),
 		ShedMaxWaiting:  p.positive("SHED_MAX_WAITING", 20),
+		LimitCritical:   p.positive("CONCURRENCY_CRITICAL", 256),
+		LimitNormal:     p.positive("CONCURRENCY_NORMAL", 1024),
+		LimitLow:        p.positive("CONCURRENCY_LOW", 8),
+		BreakerFailures: p.positive("BREAKER_FAILURES", 5),
+		BreakerOpen:     p.duration("BREAKER_OPEN_TIMEOUT", 5*time.Second),
 		MainMaxConns:    p.positive("DB_MAIN_MAX_CONNS", 20),
 		ReportsMaxConns: p.positive("DB_REPORTS_MAX_CONNS", 4),
 		AcquireTimeout:  p.duration("DB_ACQUIRE_TIMEOUT", 2*time.Second),

@@ -17,13 +17,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gin-gonic/gin"
-	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
-	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/migrations"
 	"github.com/stampede-guard/api/repo"
 )
@@ -48,10 +46,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer stopSignals()
 
 	// ---- Database: two pools, so reports can never starve checkout ----------
-	mainPool, err := db.Open(ctx, db.Config{
-		URL: cfg.DatabaseURL, Name: "main", MaxConns: int32(cfg.MainMaxConns),
-		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
-	})
+	mainPool, err := db.Open(ctx, poolConfig(cfg, "main", cfg.MainMaxConns, log))
 	if err != nil {
 		return err
 	}
@@ -61,10 +56,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err := db.Migrate(ctx, mainPool, migrations.FS, log); err != nil {
 		return err
 	}
-	reportsPool, err := db.Open(ctx, db.Config{
-		URL: cfg.DatabaseURL, Name: "reports", MaxConns: int32(cfg.ReportsMaxConns),
-		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
-	})
+	reportsPool, err := db.Open(ctx, poolConfig(cfg, "reports", cfg.ReportsMaxConns, log))
 	if err != nil {
 		return err
 	}
@@ -76,6 +68,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	defer rdb.Close()
+	redisBreaker := cache.NewBreaker(uint32(cfg.BreakerFailures), cfg.BreakerOpen, 3, func(from, to gobreaker.State) {
+		log.Warn("breaker state", "breaker", "redis", "from", from.String(), "to", to.String())
+	})
+	rdb.AddHook(redisBreaker)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		// Not fatal: the service answers from the database while Redis is
 		// away, and /readyz says so.
@@ -97,6 +93,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	health := handlers.NewHealth(time.Second,
 		handlers.Check{Name: "postgres", Ping: mainPool.Ping},
 		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.BreakerState)},
+		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(redisBreaker.State)},
 	)
 	engine, err := newEngine(cfg, log)
 	if err != nil {
@@ -104,7 +102,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	handlers.Register(engine,
 		handlers.NewProducts(products, log), handlers.NewOrders(orders, log),
-		handlers.NewReports(reports, log), health, handlers.Classes{})
+		handlers.NewReports(reports, log), health, routeClasses(cfg, rdb, mainPool, reportsPool, log))
 
 	srv := &http.Server{
 		Handler:           engine,
@@ -121,6 +119,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+
+	// ---- Warm-up and refresh-ahead of HOT_KEYS -------------------------------
+	// Liveness answers during warm-up; readiness waits for it.
+	if len(cfg.HotKeys) > 0 {
+		n, err := products.Warm(ctx, cfg.HotKeys)
+		log.Info("warm-up done", "keys", len(cfg.HotKeys), "warmed", n, "err", err)
+		products.KeepFresh(cfg.HotKeys, refreshPeriod(cfg))
+	}
 	health.MarkReady()
 	log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)
 
@@ -148,42 +154,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	return nil
 }
 
-// newEngine builds gin with the middleware in its explicit order.
-func newEngine(cfg config, log *slog.Logger) (*gin.Engine, error) {
-	gin.SetMode(gin.ReleaseMode)
-	engine := gin.New()
-	// Before anything reads ClientIP: with no trusted proxies (the default)
-	// an X-Forwarded-For header changes nothing.
-	if err := engine.SetTrustedProxies(cfg.TrustedProxies); err != nil {
-		return nil, fmt.Errorf("config: TRUSTED_PROXIES: %w", err)
+// refreshPeriod keeps hot keys reloaded well before they could go stale.
+func refreshPeriod(cfg config) time.Duration {
+	ttl := cfg.CacheSoftTTL
+	if cfg.CacheMode != cache.ModeSWR {
+		ttl = cfg.CacheTTL
 	}
-	engine.Use(
-		middleware.Recover(log),
-		middleware.RequestLog(log),
-		middleware.Timeout(cfg.RequestTimeout),
-	)
-	return engine, nil
+	return max(ttl/2, 100*time.Millisecond)
 }
 
-// newRedis builds a client whose commands honour the caller's deadline
-// (ContextTimeoutEnabled) and give up fast when Redis is gone, so a Redis
-// outage costs milliseconds, not socket timeouts.
-func newRedis(url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
-	}
-	opt.ContextTimeoutEnabled = true
-	opt.DialTimeout = time.Second
-	opt.ReadTimeout = 500 * time.Millisecond
-	opt.WriteTimeout = 500 * time.Millisecond
-	opt.PoolTimeout = time.Second
-	opt.MaxRetries = 1
-	return redis.NewClient(opt), nil
-}
-
-func newLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level)) // validated by loadConfig
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
-}

@@ -68,6 +68,10 @@ type Config struct {
 	Channel string
 	// MaxRefreshes caps concurrent background refreshes; default 64.
 	MaxRefreshes int
+	// MaxDirectLoads caps this instance's concurrent loads while the Redis
+	// lock tier is unusable, so a Redis outage is not a database herd;
+	// default 8.
+	MaxDirectLoads int
 }
 
 func (c Config) withDefaults() Config {
@@ -100,6 +104,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxRefreshes <= 0 {
 		c.MaxRefreshes = 64
 	}
+	if c.MaxDirectLoads <= 0 {
+		c.MaxDirectLoads = 8
+	}
 	return c
 }
 
@@ -130,6 +137,7 @@ type Cache struct {
 	closed    bool
 	wg        sync.WaitGroup
 	refreshes chan struct{} // semaphore of background refreshes
+	direct    chan struct{} // semaphore of loads made without the lock tier
 	corrupt   sync.Map      // keys whose corrupt value was already logged
 }
 
@@ -146,6 +154,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		life:      life,
 		stop:      stop,
 		refreshes: make(chan struct{}, cfg.MaxRefreshes),
+		direct:    make(chan struct{}, cfg.MaxDirectLoads),
 	}
 	if cfg.L1TTL > 0 {
 		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))

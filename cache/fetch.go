@@ -53,7 +53,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 		// Single-flight still holds the database to one load per process.
 		c.log.Warn("cache: redis read failed, loading directly", "key", key, "err", err)
 		return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
-			return c.loadDirect(lctx, key, load, false)
+			return c.loadCapped(lctx, key, load)
 		})
 	}
 	if found {
@@ -154,6 +154,18 @@ func (c *Cache) loadDirect(ctx context.Context, key string, load LoadFunc, store
 	}
 	c.l1.set(key, e, c.now())
 	return e, nil
+}
+
+// loadCapped is the load of last resort, used while Redis is unusable: no
+// store, no lock, and at most MaxDirectLoads at once in this instance.
+func (c *Cache) loadCapped(ctx context.Context, key string, load LoadFunc) (Entry, error) {
+	select {
+	case c.direct <- struct{}{}:
+		defer func() { <-c.direct }()
+	case <-ctx.Done():
+		return Entry{}, fmt.Errorf("cache load %s: waiting for a direct-load slot: %w", key, ctx.Err())
+	}
+	return c.loadDirect(ctx, key, load, false)
 }
 
 // runLoad calls load and wraps its answer in an Entry; a LoadFunc error other

@@ -30,7 +30,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		case !errors.Is(err, ErrNotObtained):
 			// The lock tier is gone; single-flight still bounds this process.
 			c.log.Warn("cache: lock unavailable, loading without it", "key", key, "err", err)
-			return c.loadDirect(ctx, key, load, false)
+			return c.loadCapped(ctx, key, load)
 		}
 		c.stats.lockContended.Add(1)
 
@@ -63,6 +63,12 @@ func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load Lo
 		c.l1.set(key, e, c.now())
 		return e, nil
 	}
+	return c.storeLoaded(ctx, key, lock, load)
+}
+
+// storeLoaded loads while holding lock (extended by the watchdog) and ends
+// with a fenced write that also releases it.
+func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
 	stopWatch := func() (int, bool) { return 0, false }
 	if !c.cfg.NoWatchdog {
 		stopWatch = lock.Watch(ctx)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sony/gobreaker/v2"
 )
 
 // ErrAcquireTimeout reports that no connection became free within the pool's
@@ -28,6 +29,7 @@ type Config struct {
 	AcquireTimeout   time.Duration // default 2 seconds
 	IdleTimeout      time.Duration // default 30 seconds
 	StatementTimeout time.Duration // server-side, per statement; default 3 seconds
+	Breaker          BreakerConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -54,8 +56,10 @@ func (c Config) withDefaults() Config {
 // before it joins a queue that cannot drain in time.
 type Pool struct {
 	*pgxpool.Pool
-	cfg     Config
-	waiting atomic.Int64
+	cfg       Config
+	breaker   *breaker
+	waiting   atomic.Int64
+	holdNanos atomic.Int64 // moving average of how long a connection is held
 }
 
 // Open creates the pool and checks that the database answers.
@@ -84,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 		pool.Close()
 		return nil, fmt.Errorf("db %s: ping: %w", cfg.Name, err)
 	}
-	return &Pool{Pool: pool, cfg: cfg}, nil
+	return &Pool{Pool: pool, cfg: cfg, breaker: newBreaker(cfg.Name, cfg.Breaker)}, nil
 }
 
 // Name is the pool's label ("main", "reports").
@@ -99,10 +103,18 @@ func (p *Pool) MaxConns() int32 { return p.cfg.MaxConns }
 // AcquireTimeout is how long a caller may wait for a connection.
 func (p *Pool) AcquireTimeout() time.Duration { return p.cfg.AcquireTimeout }
 
+// BreakerState is the state of the pool's circuit breaker.
+func (p *Pool) BreakerState() gobreaker.State { return p.breaker.cb.State() }
+
 // Acquire takes a connection, waiting at most the acquire timeout. The wait is
-// counted in Waiting. A saturated pool yields ErrAcquireTimeout; a caller whose
+// counted in Waiting. A request whose priority allows a shorter queue than
+// the current one (see WithMaxWaiting) is refused at once with a
+// RefusedError; a saturated pool yields ErrAcquireTimeout; a caller whose
 // own context ends yields its context error.
 func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if limit, ok := maxWaiting(ctx); ok && p.waiting.Load() >= limit {
+		return nil, &RefusedError{Pool: p.cfg.Name, Reason: ErrSaturated, RetryAfter: p.DrainEstimate()}
+	}
 	p.waiting.Add(1)
 	defer p.waiting.Add(-1)
 
@@ -115,19 +127,31 @@ func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, ctx.Err())
 	}
-	if actx.Err() != nil {
+	if actx.Err() != nil && !isConnect(err) {
 		return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name, ErrAcquireTimeout, p.cfg.AcquireTimeout)
 	}
 	return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, err)
 }
 
-// With runs fn on a connection acquired with Acquire and releases it after.
-// fn runs under the caller's ctx, not the acquire deadline.
+// With runs fn on a connection and releases it after, through the circuit
+// breaker: while the database is failing, calls are refused at once with a
+// RefusedError instead of each waiting for its own timeout. fn runs under
+// the caller's ctx, not the acquire deadline.
 func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
-	conn, err := p.Acquire(ctx)
-	if err != nil {
-		return err
+	_, err := p.breaker.cb.Execute(func() (struct{}, error) {
+		conn, err := p.Acquire(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		start := time.Now()
+		defer func() {
+			p.recordHold(time.Since(start))
+			conn.Release()
+		}()
+		return struct{}{}, fn(conn)
+	})
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return &RefusedError{Pool: p.cfg.Name, Reason: ErrCircuitOpen, RetryAfter: p.breaker.remaining()}
 	}
-	defer conn.Release()
-	return fn(conn)
+	return err
 }

@@ -22,7 +22,9 @@ type Reports struct {
 }
 
 // NewReports builds the report handlers.
-func NewReports(store reportStore, log *slog.Logger) *Reports { return &Reports{store: store, log: log} }
+func NewReports(store reportStore, log *slog.Logger) *Reports {
+	return &Reports{store: store, log: log}
+}
 
 func (h *Reports) topProducts(c *gin.Context) {
 	days, err := queryInt(c, "days", 30, 1, 3650)

@@ -16,21 +16,23 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, cl
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
 
-	normal := r.Group("/", classes.Normal...)
+	normal := r.Group("/", append(classes.All, classes.Normal...)...)
 	normal.GET("/products/:id", p.get)
 	normal.GET("/products", p.list)
 
-	critical := r.Group("/", classes.Critical...)
+	critical := r.Group("/", append(classes.All, classes.Critical...)...)
 	critical.POST("/products", p.create)
 	critical.PUT("/products/:id", p.update)
 	critical.POST("/orders", o.create)
 
-	low := r.Group("/", classes.Low...)
+	low := r.Group("/", append(classes.All, classes.Low...)...)
 	low.GET("/reports/top-products", rep.topProducts)
 }
 
-// Classes holds the middleware each priority class of routes runs behind
-// (rate limits, shedding thresholds, concurrency limits).
+// Classes holds the middleware the API routes run behind: All for every API
+// route (the per-IP rate limit; probes are exempt), then the one of each
+// priority class (shedding thresholds, concurrency limits).
 type Classes struct {
+	All                   []gin.HandlerFunc
 	Critical, Normal, Low []gin.HandlerFunc
 }

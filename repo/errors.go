@@ -9,16 +9,20 @@ import (
 )
 
 // unavailable translates infrastructure failures that mean "try again
-// soon" into an UnavailableError, once, at the bottom of the stack. Other
-// errors pass through unchanged.
-func unavailable(err error, retryAfter time.Duration) error {
+// soon" into an UnavailableError, once, at the bottom of the stack, carrying
+// the retry hint of whatever refused the work. Other errors pass through.
+func unavailable(err error, fallback time.Duration) error {
+	var refused *db.RefusedError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &refused):
+		return &UnavailableError{RetryAfter: refused.RetryAfter, Cause: err}
 	case errors.Is(err, db.ErrAcquireTimeout),
 		errors.Is(err, cache.ErrLockTimeout),
-		db.IsStatementTimeout(err):
-		return &UnavailableError{RetryAfter: retryAfter, Cause: err}
+		db.IsStatementTimeout(err),
+		db.IsTransient(err):
+		return &UnavailableError{RetryAfter: fallback, Cause: err}
 	}
 	return err
 }

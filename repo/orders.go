@@ -52,12 +52,21 @@ func NewOrders(pool *db.Pool, log *slog.Logger) *Orders { return &Orders{pool: p
 // Create places an order. replayed is true when the Idempotency-Key had
 // already created this order, which is then returned unchanged.
 func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed bool, err error) {
-	err = o.pool.With(ctx, func(conn *pgxpool.Conn) error {
-		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
-			order, replayed, err = o.create(ctx, tx, in)
-			return err
+	attempt := func() error {
+		return o.pool.With(ctx, func(conn *pgxpool.Conn) error {
+			return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+				order, replayed, err = o.create(ctx, tx, in)
+				return err
+			})
 		})
-	})
+	}
+	if in.IdempotencyKey != "" {
+		// Only a keyed order is retried: if a commit's answer was lost, the
+		// retry replays it instead of charging twice.
+		err = retry(ctx, attempt)
+	} else {
+		err = attempt()
+	}
 	// The unique constraint is the guarantee: if two transactions with one
 	// key ever got past the advisory lock together, the loser lands here
 	// and answers with the winner's order.

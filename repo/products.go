@@ -64,7 +64,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 // load is the single query a cache miss may cost.
 func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 	var pr Product
-	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx,
 			`SELECT id, name, price_cents FROM products WHERE id = $1`, id,
 		).Scan(&pr.ID, &pr.Name, &pr.PriceCents)
@@ -82,7 +82,7 @@ func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 // pagination: every page costs the same, however deep).
 func (p *Products) List(ctx context.Context, after int64, limit int) (Page, error) {
 	page := Page{Items: make([]Product, 0, limit)}
-	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx,
 			`SELECT id, name, price_cents FROM products WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
 		if err != nil {
@@ -106,7 +106,7 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 // negative entry that a read of the not-yet-existing id may have left.
 func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	var pr Product
-	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx,
 			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
 			 RETURNING id, name, price_cents`, in.Name, in.PriceCents, in.Stock,
@@ -123,7 +123,7 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 // refreshes the cached entry on every instance.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
-	err := p.pool.With(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx,
 			`UPDATE products SET name = $2, price_cents = $3, stock = COALESCE($4, stock), updated_at = now()
 			 WHERE id = $1 RETURNING id, name, price_cents`, id, in.Name, in.PriceCents, in.Stock,
@@ -154,4 +154,9 @@ func (p *Products) writeThrough(ctx context.Context, pr Product) {
 	if err := p.cache.Invalidate(ctx, Key(pr.ID)); err != nil {
 		p.log.Error("invalidation failed; entry stays until its TTL", "product", pr.ID, "err", err)
 	}
+}
+
+// with runs fn on the main pool, retrying transient failures.
+func (p *Products) with(ctx context.Context, fn func(*pgxpool.Conn) error) error {
+	return retry(ctx, func() error { return p.pool.With(ctx, fn) })
 }

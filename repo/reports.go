@@ -32,19 +32,21 @@ func NewReports(pool *db.Pool) *Reports { return &Reports{pool: pool} }
 // returns the `limit` best sellers by units.
 func (r *Reports) TopProducts(ctx context.Context, days, limit int) ([]TopProduct, error) {
 	var out []TopProduct
-	err := r.pool.With(ctx, func(conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, `
+	err := retry(ctx, func() error {
+		return r.pool.With(ctx, func(conn *pgxpool.Conn) error {
+			rows, err := conn.Query(ctx, `
 			SELECT p.id, p.name, SUM(o.quantity)::bigint AS units, SUM(o.total_cents)::bigint AS revenue
 			FROM orders o JOIN products p ON p.id = o.product_id
 			WHERE o.created_at >= now() - make_interval(days => $1)
 			GROUP BY p.id, p.name
 			ORDER BY units DESC, p.id
 			LIMIT $2`, days, limit)
-		if err != nil {
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[TopProduct])
 			return err
-		}
-		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[TopProduct])
-		return err
+		})
 	})
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("top products: %w", err), 2*time.Second)

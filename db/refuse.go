@@ -1,0 +1,74 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+var (
+	// ErrSaturated: the pool's wait queue is already longer than this
+	// request's priority allows, so it is refused before joining it.
+	ErrSaturated = errors.New("db: pool saturated")
+	// ErrCircuitOpen: the database breaker is open; nothing was sent.
+	ErrCircuitOpen = errors.New("db: circuit breaker open")
+)
+
+// RefusedError is a call the pool refused without touching the database,
+// with an estimate of when a retry can succeed.
+type RefusedError struct {
+	Pool       string
+	Reason     error // ErrSaturated or ErrCircuitOpen
+	RetryAfter time.Duration
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("db %s: %v (retry after %s)", e.Pool, e.Reason, e.RetryAfter.Round(time.Millisecond))
+}
+
+// Unwrap lets errors.Is match the reason.
+func (e *RefusedError) Unwrap() error { return e.Reason }
+
+type maxWaitingKey struct{}
+
+// WithMaxWaiting marks ctx with the longest pool queue its request may join.
+// Requests of a lower priority carry a smaller number, so under overload
+// they are refused first, and each is refused at the moment it would need a
+// connection — a product read served from the cache is never refused.
+func WithMaxWaiting(ctx context.Context, n int64) context.Context {
+	return context.WithValue(ctx, maxWaitingKey{}, n)
+}
+
+func maxWaiting(ctx context.Context) (int64, bool) {
+	n, ok := ctx.Value(maxWaitingKey{}).(int64)
+	return n, ok
+}
+
+// DrainEstimate is how long the current queue needs to drain: waiters ×
+// average connection hold time ÷ pool size, at least one second. It is the
+// Retry-After of a refusal, so clients come back when there is room.
+func (p *Pool) DrainEstimate() time.Duration {
+	hold := time.Duration(p.holdNanos.Load())
+	if hold <= 0 {
+		hold = 10 * time.Millisecond
+	}
+	est := time.Duration(float64(p.waiting.Load()+1) * float64(hold) / float64(p.cfg.MaxConns))
+	return max(time.Second, est)
+}
+
+// recordHold folds one connection hold time into an exponentially weighted
+// moving average (weight 1/8), lock-free.
+func (p *Pool) recordHold(d time.Duration) {
+	for {
+		old := p.holdNanos.Load()
+		next := int64(d)
+		if old > 0 {
+			next = old + int64(math.Round(float64(int64(d)-old)/8))
+		}
+		if p.holdNanos.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package middleware
+
+import (
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	limiter "github.com/ulule/limiter/v3"
+)
+
+// RateLimit limits each client to the limiter's rate, answering 429 with
+// Retry-After and the X-RateLimit-* headers. The client is gin's ClientIP()
+// — which believes X-Forwarded-For only from TRUSTED_PROXIES — with IPv6
+// addresses grouped by /64, since one IPv6 client owns a whole /64 and could
+// otherwise rotate through fresh buckets. A store failure never panics (the
+// trap in ulule's own Gin driver) and never fails the request: the store
+// itself fails over (see FailoverStore).
+func RateLimit(l *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		lctx, err := l.Get(c.Request.Context(), ClientKey(c.ClientIP()))
+		if err != nil {
+			// Both stores failed (only if the request is already cancelled):
+			// let it through rather than turn a limiter fault into an outage.
+			log.Warn("rate limit unavailable", "err", err)
+			c.Next()
+			return
+		}
+		h := c.Writer.Header()
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(lctx.Limit, 10))
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(lctx.Remaining, 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(lctx.Reset, 10))
+		if lctx.Reached {
+			wait := time.Until(time.Unix(lctx.Reset, 0))
+			h.Set("Retry-After", strconv.Itoa(max(1, int((wait+time.Second-1)/time.Second))))
+			if onLimited != nil {
+				onLimited(c)
+			}
+			c.AbortWithStatusJSON(http.StatusTooManyRequests, gin.H{"error": "rate limit exceeded, retry later"})
+			return
+		}
+		c.Next()
+	}
+}
+
+// ClientKey is the rate-limit bucket of a client address: the address
+// itself for IPv4, its /64 network for IPv6.
+func ClientKey(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	addr = addr.Unmap()
+	if addr.Is4() {
+		return addr.String()
+	}
+	p, _ := addr.Prefix(64)
+	return p.String()
+}

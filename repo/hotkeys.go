@@ -1,0 +1,46 @@
+package repo
+
+import (
+	"context"
+	"time"
+
+	"github.com/stampede-guard/api/cache"
+)
+
+// Warm-up pacing: small batches, well below what the pool can serve, so a
+// deploy's warm-up never competes with live traffic for connections.
+const (
+	warmPerSecond = 200
+	warmBatch     = 10
+)
+
+// Warm caches the hot products before the instance reports ready.
+func (p *Products) Warm(ctx context.Context, ids []int64) (int, error) {
+	return p.cache.Warm(ctx, keys(ids), p.loaderFor(ids), warmPerSecond, warmBatch)
+}
+
+// KeepFresh reloads the hot products every period (below the soft TTL) for
+// as long as the cache lives; one instance per period does the work.
+func (p *Products) KeepFresh(ids []int64, period time.Duration) {
+	p.cache.StartRefreshAhead("refresh-ahead:products", period, keys(ids), p.loaderFor(ids))
+}
+
+func keys(ids []int64) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = Key(id)
+	}
+	return out
+}
+
+// loaderFor maps a key back to the load of its product.
+func (p *Products) loaderFor(ids []int64) func(string) cache.LoadFunc {
+	byKey := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		byKey[Key(id)] = id
+	}
+	return func(key string) cache.LoadFunc {
+		id := byKey[key]
+		return func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
+	}
+}

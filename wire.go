@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+	limiter "github.com/ulule/limiter/v3"
+	memstore "github.com/ulule/limiter/v3/drivers/store/memory"
+	redisstore "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/middleware"
+)
+
+// newEngine builds gin with the request-wide middleware in its explicit
+// order: recovery → request id + access log → deadline. The API routes add
+// per-IP rate limit → priority shedding → concurrency limit (routeClasses).
+func newEngine(cfg config, log *slog.Logger) (*gin.Engine, error) {
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	// Before anything reads ClientIP: with no trusted proxies (the default)
+	// an X-Forwarded-For header changes nothing.
+	if err := engine.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("config: TRUSTED_PROXIES: %w", err)
+	}
+	engine.Use(
+		middleware.Recover(log),
+		middleware.RequestLog(log),
+		middleware.Timeout(cfg.RequestTimeout),
+	)
+	return engine, nil
+}
+
+// newLimitStore counts in Redis (one budget across instances) and falls back
+// to this instance's memory while Redis is unusable.
+func newLimitStore(rdb *redis.Client, log *slog.Logger) limiter.Store {
+	opts := limiter.StoreOptions{Prefix: "ratelimit", MaxRetry: 1, CleanUpInterval: time.Minute}
+	var lastLog atomic.Int64
+	return middleware.NewFailoverStore(
+		func() (limiter.Store, error) { return redisstore.NewStoreWithOptions(rdb, opts) },
+		memstore.NewStoreWithOptions(opts),
+		5*time.Second,
+		func(err error) {
+			// At most one line per second: an outage must not flood the log.
+			now := time.Now().Unix()
+			if last := lastLog.Load(); now > last && lastLog.CompareAndSwap(last, now) {
+				log.Warn("rate limit: shared store unavailable, counting per instance", "err", err)
+			}
+		},
+	)
+}
+
+// routeClasses builds the API's admission control: the per-IP rate limit
+// for every API route, then shedding and a concurrency limit per priority
+// class. Low-value reports are shed at a quarter of the queue that normal
+// reads may join, checkout and writes only at twice it.
+func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool, log *slog.Logger) handlers.Classes {
+	var all []gin.HandlerFunc
+	if cfg.RateLimit != "off" {
+		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
+		all = append(all, middleware.RateLimit(limiter.New(newLimitStore(rdb, log), rate), log, nil))
+	}
+	limit := int64(cfg.ShedMaxWaiting)
+	onShed := func(class string) func(*gin.Context) {
+		return func(c *gin.Context) { log.Debug("shed", "class", class, "path", c.FullPath()) }
+	}
+	return handlers.Classes{
+		All: all,
+		Critical: []gin.HandlerFunc{
+			middleware.Shed(mainPool, 2*limit, true, db.WithMaxWaiting, onShed("critical")),
+			middleware.Limit(cfg.LimitCritical, onShed("critical")),
+		},
+		Normal: []gin.HandlerFunc{
+			middleware.Shed(mainPool, limit, false, db.WithMaxWaiting, onShed("normal")),
+			middleware.Limit(cfg.LimitNormal, onShed("normal")),
+		},
+		Low: []gin.HandlerFunc{
+			middleware.Shed(reportsPool, max(1, limit/4), true, db.WithMaxWaiting, onShed("low")),
+			middleware.Limit(cfg.LimitLow, onShed("low")),
+		},
+	}
+}
+
+// poolConfig sizes one bulkhead pool.
+func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Config {
+	return db.Config{
+		URL: cfg.DatabaseURL, Name: name, MaxConns: int32(maxConns),
+		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
+		Breaker: db.BreakerConfig{
+			Failures: uint32(cfg.BreakerFailures), OpenFor: cfg.BreakerOpen,
+			OnStateChange: func(pool string, from, to gobreaker.State) {
+				log.Warn("breaker state", "breaker", "postgres_"+pool, "from", from.String(), "to", to.String())
+			},
+		},
+	}
+}
+
+// breakerCheck makes a breaker's state a readiness check: open is not ready.
+func breakerCheck(state func() gobreaker.State) func(context.Context) error {
+	return func(context.Context) error {
+		if s := state(); s == gobreaker.StateOpen {
+			return fmt.Errorf("circuit %s", s)
+		}
+		return nil
+	}
+}
+
+// newRedis builds a client whose commands honour the caller's deadline
+// (ContextTimeoutEnabled) and give up fast when Redis is gone, so a Redis
+// outage costs milliseconds, not socket timeouts.
+func newRedis(url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.DialTimeout = time.Second
+	opt.ReadTimeout = 500 * time.Millisecond
+	opt.WriteTimeout = 500 * time.Millisecond
+	opt.PoolTimeout = time.Second
+	opt.MaxRetries = 1
+	return redis.NewClient(opt), nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level)) // validated by loadConfig
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
