@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/stampede-guard/api/cache"
@@ -96,13 +97,18 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.BreakerState)},
 		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(redisBreaker.State)},
 	)
-	engine, err := newEngine(cfg, log)
+	m := newMetrics(c, []*db.Pool{mainPool, reportsPool}, map[string]func() gobreaker.State{
+		"postgres_main": mainPool.BreakerState, "postgres_reports": reportsPool.BreakerState, "redis": redisBreaker.State,
+	})
+	engine, err := newEngine(cfg, m, log)
 	if err != nil {
 		return err
 	}
 	handlers.Register(engine,
 		handlers.NewProducts(products, log), handlers.NewOrders(orders, log),
-		handlers.NewReports(reports, log), health, routeClasses(cfg, rdb, mainPool, reportsPool, log))
+		handlers.NewReports(reports, log), health,
+		promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}),
+		routeClasses(cfg, rdb, mainPool, reportsPool, m, log))
 
 	srv := &http.Server{
 		Handler:           engine,
@@ -162,4 +168,3 @@ func refreshPeriod(cfg config) time.Duration {
 	}
 	return max(ttl/2, 100*time.Millisecond)
 }
-

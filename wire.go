@@ -23,7 +23,7 @@ import (
 // newEngine builds gin with the request-wide middleware in its explicit
 // order: recovery → request id + access log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
-func newEngine(cfg config, log *slog.Logger) (*gin.Engine, error) {
+func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Before anything reads ClientIP: with no trusted proxies (the default)
@@ -34,6 +34,7 @@ func newEngine(cfg config, log *slog.Logger) (*gin.Engine, error) {
 	engine.Use(
 		middleware.Recover(log),
 		middleware.RequestLog(log),
+		middleware.Metrics(m.requests),
 		middleware.Timeout(cfg.RequestTimeout),
 	)
 	return engine, nil
@@ -58,34 +59,34 @@ func newLimitStore(rdb *redis.Client, log *slog.Logger) limiter.Store {
 	)
 }
 
-// routeClasses builds the API's admission control: the per-IP rate limit
-// for every API route, then shedding and a concurrency limit per priority
-// class. Low-value reports are shed at a quarter of the queue that normal
-// reads may join, checkout and writes only at twice it.
-func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool, log *slog.Logger) handlers.Classes {
-	var all []gin.HandlerFunc
+// routeClasses builds the API's admission control, per priority class:
+// per-IP rate limit → shedding → concurrency limit. Low-value reports are
+// shed at a quarter of the queue that normal reads may join, checkout and
+// writes only at twice it. Every refusal is counted by reason and class.
+func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
+	var lim *limiter.Limiter
 	if cfg.RateLimit != "off" {
 		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
-		all = append(all, middleware.RateLimit(limiter.New(newLimitStore(rdb, log), rate), log, nil))
+		lim = limiter.New(newLimitStore(rdb, log), rate)
+	}
+	refused := func(reason, class string) func(*gin.Context) {
+		return func(*gin.Context) { m.refusedBy(reason, class) }
+	}
+	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int) []gin.HandlerFunc {
+		var hs []gin.HandlerFunc
+		if lim != nil {
+			hs = append(hs, middleware.RateLimit(lim, log, refused("rate_limited", class)))
+		}
+		return append(hs,
+			middleware.Shed(q, maxWaiting, atDoor, db.WithMaxWaiting, refused("shed", class)),
+			middleware.Limit(concurrency, refused("concurrency", class)),
+		)
 	}
 	limit := int64(cfg.ShedMaxWaiting)
-	onShed := func(class string) func(*gin.Context) {
-		return func(c *gin.Context) { log.Debug("shed", "class", class, "path", c.FullPath()) }
-	}
 	return handlers.Classes{
-		All: all,
-		Critical: []gin.HandlerFunc{
-			middleware.Shed(mainPool, 2*limit, true, db.WithMaxWaiting, onShed("critical")),
-			middleware.Limit(cfg.LimitCritical, onShed("critical")),
-		},
-		Normal: []gin.HandlerFunc{
-			middleware.Shed(mainPool, limit, false, db.WithMaxWaiting, onShed("normal")),
-			middleware.Limit(cfg.LimitNormal, onShed("normal")),
-		},
-		Low: []gin.HandlerFunc{
-			middleware.Shed(reportsPool, max(1, limit/4), true, db.WithMaxWaiting, onShed("low")),
-			middleware.Limit(cfg.LimitLow, onShed("low")),
-		},
+		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical),
+		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
+		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
 	}
 }
 

@@ -60,6 +60,9 @@ type Pool struct {
 	breaker   *breaker
 	waiting   atomic.Int64
 	holdNanos atomic.Int64 // moving average of how long a connection is held
+	timeouts  atomic.Int64 // statements cancelled by statement_timeout
+	shed      atomic.Int64 // calls refused because the queue was too long
+	tripped   atomic.Int64 // calls refused because the breaker was open
 }
 
 // Open creates the pool and checks that the database answers.
@@ -113,6 +116,7 @@ func (p *Pool) BreakerState() gobreaker.State { return p.breaker.cb.State() }
 // own context ends yields its context error.
 func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if limit, ok := maxWaiting(ctx); ok && p.waiting.Load() >= limit {
+		p.shed.Add(1)
 		return nil, &RefusedError{Pool: p.cfg.Name, Reason: ErrSaturated, RetryAfter: p.DrainEstimate()}
 	}
 	p.waiting.Add(1)
@@ -151,7 +155,19 @@ func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
 		return struct{}{}, fn(conn)
 	})
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		p.tripped.Add(1)
 		return &RefusedError{Pool: p.cfg.Name, Reason: ErrCircuitOpen, RetryAfter: p.breaker.remaining()}
+	}
+	if IsStatementTimeout(err) {
+		p.timeouts.Add(1)
 	}
 	return err
 }
+
+// StatementTimeouts counts statements the server cancelled for running past
+// statement_timeout.
+func (p *Pool) StatementTimeouts() int64 { return p.timeouts.Load() }
+
+// Refused counts calls refused without touching the database: shed (queue
+// too long for the caller's priority) and tripped (breaker open).
+func (p *Pool) Refused() (shed, tripped int64) { return p.shed.Load(), p.tripped.Load() }
