@@ -5,11 +5,18 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strconv"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 )
+
+// migrationStatementTimeout bounds one migration statement, in place of the
+// pool's request-sized statement_timeout.
+const migrationStatementTimeout = 5 * time.Minute
 
 // Migrate applies the pending migrations in fsys. Several instances may call
 // it at the same moment on an empty database: goose's Postgres session locker
@@ -24,7 +31,19 @@ func Migrate(ctx context.Context, p *Pool, fsys fs.FS, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("migrate: locker: %w", err)
 	}
-	sqlDB := stdlib.OpenDBFromPool(p.Pool)
+	// p's statement_timeout is sized for requests (seconds); a migration
+	// such as the seed of 50 000 orders may legitimately take longer,
+	// especially while other instances hammer the same server. Migrate on a
+	// short-lived pool of the same configuration with a roomier timeout.
+	cfg := p.Pool.Config()
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(migrationStatementTimeout.Milliseconds(), 10)
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * migrationStatementTimeout).Milliseconds(), 10)
+	mpool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("migrate: pool: %w", err)
+	}
+	defer mpool.Close()
+	sqlDB := stdlib.OpenDBFromPool(mpool)
 	defer sqlDB.Close()
 
 	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys,

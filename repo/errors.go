@@ -21,7 +21,11 @@ func unavailable(err error, fallback time.Duration) error {
 	case errors.Is(err, db.ErrAcquireTimeout),
 		errors.Is(err, cache.ErrLockTimeout),
 		db.IsStatementTimeout(err),
-		db.IsTransient(err):
+		db.IsTransient(err),
+		// The database is unreachable or failing (e.g. a connection refused
+		// or reset while the breaker is still closed): as temporary as a
+		// refusal, so 503 + Retry-After, not a 500.
+		db.IsOutage(err):
 		return &UnavailableError{RetryAfter: fallback, Cause: err}
 	}
 	return err

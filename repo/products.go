@@ -81,6 +81,7 @@ func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 // List returns up to limit products with id > after, in id order (keyset
 // pagination: every page costs the same, however deep).
 func (p *Products) List(ctx context.Context, after int64, limit int) (Page, error) {
+	limit = max(1, limit) // the handler bounds it; a zero would panic below
 	page := Page{Items: make([]Product, 0, limit)}
 	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx,

@@ -1,0 +1,162 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/db/dbtest"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind, such as a
+// pool or a migration's database/sql handle that was not closed. No
+// goroutine is ignored.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// openPool opens a pool with cfg on a fresh empty database (no migrations:
+// these tests need only a server), closed when the test ends.
+func openPool(t *testing.T, cfg db.Config) *db.Pool {
+	t.Helper()
+	cfg.URL = dbtest.NewDatabase(t, "db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := db.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// TestStatementTimeout checks that the server cancels a statement that runs
+// past the pool's statement_timeout, and only such a statement.
+func TestStatementTimeout(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, db.Config{StatementTimeout: 200 * time.Millisecond})
+
+	tests := []struct {
+		name        string
+		sql         string
+		wantTimeout bool
+	}{
+		{"longer than the timeout", `SELECT pg_sleep(1)`, true},
+		{"shorter than the timeout", `SELECT pg_sleep(0.01)`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			err := pool.With(t.Context(), func(conn *pgxpool.Conn) error {
+				_, err := conn.Exec(t.Context(), tt.sql)
+				return err
+			})
+			elapsed := time.Since(start)
+			if got := db.IsStatementTimeout(err); got != tt.wantTimeout {
+				t.Fatalf("%s: IsStatementTimeout(%v) got %v, want %v", tt.sql, err, got, tt.wantTimeout)
+			}
+			if !tt.wantTimeout && err != nil {
+				t.Fatalf("%s: got error %v, want nil", tt.sql, err)
+			}
+			// The server stopped the sleep early, well before its second.
+			if tt.wantTimeout && elapsed >= time.Second {
+				t.Errorf("%s: returned after %v, want well under 1s", tt.sql, elapsed)
+			}
+		})
+	}
+}
+
+// TestAcquireErrors tells a saturated pool from a caller that gave up.
+func TestAcquireErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name           string
+		acquireTimeout time.Duration
+		callerTimeout  time.Duration
+		want           error
+		notWant        error
+	}{
+		{"pool saturated", 100 * time.Millisecond, 10 * time.Second, db.ErrAcquireTimeout, context.DeadlineExceeded},
+		{"caller gave up first", 10 * time.Second, 100 * time.Millisecond, context.DeadlineExceeded, db.ErrAcquireTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pool := openPool(t, db.Config{MaxConns: 1, AcquireTimeout: tt.acquireTimeout})
+			held, err := pool.Acquire(t.Context())
+			if err != nil {
+				t.Fatalf("acquire the only connection: %v", err)
+			}
+			defer held.Release()
+
+			ctx, cancel := context.WithTimeout(t.Context(), tt.callerTimeout)
+			defer cancel()
+			_, err = pool.Acquire(ctx)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Acquire: got error %v, want %v", err, tt.want)
+			}
+			if errors.Is(err, tt.notWant) {
+				t.Errorf("Acquire: got error %v, want it not to be %v", err, tt.notWant)
+			}
+		})
+	}
+}
+
+// TestPoolWaitingCountsWaiters parks three callers behind the only
+// connection and watches Waiting count them in and out.
+func TestPoolWaitingCountsWaiters(t *testing.T) {
+	t.Parallel()
+	const waiters = 3
+	pool := openPool(t, db.Config{MaxConns: 1, AcquireTimeout: 10 * time.Second})
+	held, err := pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatalf("acquire the only connection: %v", err)
+	}
+	if got := pool.Waiting(); got != 0 {
+		t.Fatalf("Waiting with the connection held and nobody queued: got %d, want 0", got)
+	}
+
+	errs := make([]error, waiters)
+	var wg sync.WaitGroup
+	for i := range waiters {
+		wg.Go(func() {
+			conn, err := pool.Acquire(t.Context())
+			if err == nil {
+				conn.Release()
+			}
+			errs[i] = err
+		})
+	}
+	if !eventually(5*time.Second, func() bool { return pool.Waiting() == waiters }) {
+		t.Errorf("Waiting: got %d, want %d", pool.Waiting(), waiters)
+	}
+	held.Release()
+	wg.Wait()
+
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("waiter %d: got error %v, want nil", i, err)
+		}
+	}
+	if got := pool.Waiting(); got != 0 {
+		t.Errorf("Waiting after everyone was served: got %d, want 0", got)
+	}
+}
+
+// eventually polls cond every 5 ms until it holds or within passes.
+func eventually(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
