@@ -15,6 +15,7 @@ import (
 // docker-compose.yml and .env.example; only this file knows the variable names.
 type config struct {
 	HTTPAddr        string
+	AdminAddr       string // "off" disables the admin listener
 	DatabaseURL     string
 	RedisURL        string
 	CacheMode       cache.Mode
@@ -54,6 +55,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	p := envParser{getenv: getenv}
 	c := config{
 		HTTPAddr:        p.str("HTTP_ADDR", ":8080"),
+		AdminAddr:       p.str("ADMIN_ADDR", "127.0.0.1:8081"),
 		DatabaseURL:     p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:        p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		CacheTTL:        p.duration("CACHE_TTL", 10*time.Minute),

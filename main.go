@@ -97,9 +97,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.BreakerState)},
 		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(redisBreaker.State)},
 	)
-	m := newMetrics(c, []*db.Pool{mainPool, reportsPool}, map[string]func() gobreaker.State{
+	pools := []*db.Pool{mainPool, reportsPool}
+	breakers := map[string]func() gobreaker.State{
 		"postgres_main": mainPool.BreakerState, "postgres_reports": reportsPool.BreakerState, "redis": redisBreaker.State,
-	})
+	}
+	m := newMetrics(c, pools, breakers)
 	engine, err := newEngine(cfg, m, log)
 	if err != nil {
 		return err
@@ -123,6 +125,22 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
+	// ---- Admin: console, state feed, pprof (loopback by default) -------------
+	if cfg.AdminAddr != "off" {
+		stopAdmin, err := serveAdmin(cfg.AdminAddr, &admin{
+			cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log,
+		}, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = stopAdmin(ctx)
+		}()
+	}
+
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sony/gobreaker/v2"
@@ -16,6 +18,9 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.HistogramVec
 	refused  *prometheus.CounterVec
+
+	mu     sync.Mutex       // guards counts
+	counts map[string]int64 // refusals by "reason/class", for the console
 }
 
 func newMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() gobreaker.State) *metrics {
@@ -30,6 +35,7 @@ func newMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() gob
 			Name: "stampede_requests_refused_total",
 			Help: "Requests refused before reaching a handler, by reason (shed, rate_limited, concurrency) and priority class.",
 		}, []string{"reason", "class"}),
+		counts: map[string]int64{},
 	}
 	m.reg.MustRegister(m.requests, m.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -37,7 +43,23 @@ func newMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() gob
 	return m
 }
 
-func (m *metrics) refusedBy(reason, class string) { m.refused.WithLabelValues(reason, class).Inc() }
+func (m *metrics) refusedBy(reason, class string) {
+	m.refused.WithLabelValues(reason, class).Inc()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.counts[reason+"/"+class]++
+}
+
+// refusals is a copy of the refusal counts by "reason/class".
+func (m *metrics) refusals() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.counts))
+	for k, v := range m.counts {
+		out[k] = v
+	}
+	return out
+}
 
 var (
 	descCacheResults = prometheus.NewDesc("stampede_cache_results_total",

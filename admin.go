@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sort"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/console"
+	"github.com/stampede-guard/api/db"
+)
+
+// adminState is what the console polls once a second: counters (the page
+// charts their per-second deltas) and the current state of every guard.
+type adminState struct {
+	TimeMillis int64               `json:"time_ms"`
+	Cache      cache.StatsSnapshot `json:"cache"`
+	Breakers   map[string]string   `json:"breakers"`
+	Pools      []poolState         `json:"pools"`
+	Refused    map[string]int64    `json:"refused"`
+	Locks      []lockHolder        `json:"locks"`
+}
+
+type poolState struct {
+	Name              string `json:"name"`
+	Acquired          int32  `json:"acquired"`
+	Idle              int32  `json:"idle"`
+	Max               int32  `json:"max"`
+	Waiting           int64  `json:"waiting"`
+	Acquires          int64  `json:"acquires"`
+	Shed              int64  `json:"shed"`
+	CircuitOpen       int64  `json:"circuit_open"`
+	StatementTimeouts int64  `json:"statement_timeouts"`
+}
+
+type lockHolder struct {
+	Key   string `json:"key"`
+	TTLMs int64  `json:"ttl_ms"`
+}
+
+// admin serves the operator's side: the live console, its JSON feed and
+// pprof. It listens on ADMIN_ADDR (loopback by default), never on the
+// public port, because pprof and lock names are not for clients.
+type admin struct {
+	cache    *cache.Cache
+	pools    []*db.Pool
+	breakers map[string]func() gobreaker.State
+	metrics  *metrics
+	rdb      *redis.Client
+	log      *slog.Logger
+}
+
+func (a *admin) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /", console.Handler())
+	mux.HandleFunc("GET /api/state", a.state)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+func (a *admin) state(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	st := adminState{
+		TimeMillis: time.Now().UnixMilli(),
+		Cache:      a.cache.Stats(),
+		Breakers:   map[string]string{},
+		Refused:    a.metrics.refusals(),
+		Locks:      a.lockHolders(ctx),
+	}
+	for name, state := range a.breakers {
+		st.Breakers[name] = state().String()
+	}
+	for _, p := range a.pools {
+		ps := p.Stat()
+		shed, tripped := p.Refused()
+		st.Pools = append(st.Pools, poolState{
+			Name: p.Name(), Acquired: ps.AcquiredConns(), Idle: ps.IdleConns(), Max: ps.MaxConns(),
+			Waiting: p.Waiting(), Acquires: ps.AcquireCount(), Shed: shed, CircuitOpen: tripped,
+			StatementTimeouts: p.StatementTimeouts(),
+		})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+// lockHolders lists up to 100 lock keys with their remaining TTL. SCAN, not
+// KEYS: it never blocks Redis, whatever the key count.
+func (a *admin) lockHolders(ctx context.Context) []lockHolder {
+	out := []lockHolder{}
+	iter := a.rdb.Scan(ctx, 0, "lock:*", 100).Iterator()
+	for iter.Next(ctx) && len(out) < 100 {
+		ttl, err := a.rdb.PTTL(ctx, iter.Val()).Result()
+		if err != nil || ttl < 0 {
+			continue // released between SCAN and PTTL
+		}
+		out = append(out, lockHolder{Key: iter.Val(), TTLMs: ttl.Milliseconds()})
+	}
+	if err := iter.Err(); err != nil {
+		a.log.Debug("admin: listing locks failed", "err", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// serveAdmin starts the admin listener; stop shuts it down.
+func serveAdmin(addr string, a *admin, log *slog.Logger) (stop func(context.Context) error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listen %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		// pprof's profile and trace stream for up to their ?seconds= value.
+		WriteTimeout: 2 * time.Minute,
+		IdleTimeout:  time.Minute,
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			log.Error("admin server stopped", "err", err)
+		}
+	}()
+	log.Info("admin listening", "addr", ln.Addr().String())
+	return srv.Shutdown, nil
+}
