@@ -97,7 +97,7 @@ type app struct {
 // at the same moment. HTTP_ADDR defaults to 127.0.0.1:0.
 func launchApp(t *testing.T, env map[string]string, gate <-chan struct{}) *app {
 	t.Helper()
-	vars := map[string]string{"HTTP_ADDR": "127.0.0.1:0"}
+	vars := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"}
 	for k, v := range env {
 		vars[k] = v
 	}

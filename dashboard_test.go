@@ -438,6 +438,7 @@ func startDashboardApp(t *testing.T, env map[string]string) string {
 	t.Helper()
 	vars := map[string]string{
 		"HTTP_ADDR":    "127.0.0.1:0",
+		"ADMIN_ADDR":   "127.0.0.1:0",
 		"DATABASE_URL": dbtest.NewDatabase(t, "dash"),
 		"REDIS_URL":    "redis://127.0.0.1:6379/4",
 	}
