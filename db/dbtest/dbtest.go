@@ -31,7 +31,7 @@ func AdminURL() string {
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		return u
 	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	return "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
 
 // RedisURL is the Redis tests use: REDIS_URL, or the local one.

@@ -1,0 +1,32 @@
+# stampede-guard. `make test` needs PostgreSQL and Redis: it uses the ones
+# below (override from the environment), or starts them with docker compose.
+DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
+REDIS_URL ?= redis://127.0.0.1:6379/0
+export DATABASE_URL REDIS_URL
+
+GO ?= go
+
+.PHONY: build run test vet bench lint services
+
+build:
+	$(GO) build -o bin/api .
+
+run: build services
+	./bin/api
+
+test: services
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+bench: services
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint: vet
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# Checks that PostgreSQL and Redis answer; starts them with docker compose
+# when Docker works, else fails with one line saying what to start.
+services:
+	@bash scripts/services.sh

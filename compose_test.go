@@ -1,0 +1,498 @@
+package main
+
+// Checks of docker-compose.yml, .env.example and Dockerfile that run without
+// Docker, PostgreSQL or Redis. The set of variable names comes from config.go
+// itself (loadConfig with a recording getenv), so these files cannot drift
+// from it silently.
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// configVariables returns every environment variable name loadConfig reads.
+func configVariables(t *testing.T) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	if _, err := loadConfig(func(name string) string { seen[name] = true; return "" }); err != nil {
+		t.Fatalf("loadConfig with an empty environment (all defaults): %v", err)
+	}
+	if len(seen) == 0 {
+		t.Fatal("loadConfig read no environment variable")
+	}
+	return seen
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// loadCompose loads docker-compose.yml the way `docker compose` would, with
+// the given profiles active, an empty host environment (so the result does not
+// depend on the machine) and env_file entries merged into each service's
+// environment.
+func loadCompose(t *testing.T, profiles ...string) *types.Project {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := types.ConfigDetails{
+		WorkingDir:  wd,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(wd, "docker-compose.yml")}},
+		Environment: types.Mapping{},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	project, err := loader.LoadWithContext(ctx, details, func(o *loader.Options) {
+		o.Profiles = profiles
+	})
+	if err != nil {
+		t.Fatalf("load docker-compose.yml: %v", err)
+	}
+	return project
+}
+
+func composeService(t *testing.T, p *types.Project, name string) types.ServiceConfig {
+	t.Helper()
+	s, err := p.GetService(name)
+	if err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	return s
+}
+
+// envMap turns a resolved compose environment into plain strings.
+func composeEnvMap(env types.MappingWithEquals) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		if v != nil {
+			out[k] = *v
+		} else {
+			out[k] = ""
+		}
+	}
+	return out
+}
+
+func mapGetenv(m map[string]string) func(string) string {
+	return func(name string) string { return m[name] }
+}
+
+func TestComposeServices(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"postgres", "redis", "app"} {
+		s := composeService(t, p, name)
+		hc := s.HealthCheck
+		if hc == nil || hc.Disable || len(hc.Test) < 2 || hc.Test[0] == "NONE" {
+			t.Errorf("service %s: no health check (depends_on service_healthy needs one)", name)
+		}
+	}
+	if test := strings.Join(composeService(t, p, "postgres").HealthCheck.Test, " "); !strings.Contains(test, "pg_isready") {
+		t.Errorf("postgres health check %q does not use pg_isready", test)
+	}
+	if test := strings.Join(composeService(t, p, "redis").HealthCheck.Test, " "); !strings.Contains(test, "redis-cli") || !strings.Contains(test, "ping") {
+		t.Errorf("redis health check %q does not use redis-cli ping", test)
+	}
+}
+
+func TestComposeAppDependsOnHealthyServices(t *testing.T) {
+	app := composeService(t, loadCompose(t), "app")
+	for _, dep := range []string{"postgres", "redis"} {
+		d, ok := app.DependsOn[dep]
+		if !ok {
+			t.Errorf("app does not depend_on %s", dep)
+			continue
+		}
+		if d.Condition != types.ServiceConditionHealthy {
+			t.Errorf("app depends_on %s with condition %q, want %q", dep, d.Condition, types.ServiceConditionHealthy)
+		}
+	}
+}
+
+func TestComposeAppPortBuildAndHealthCheck(t *testing.T) {
+	app := composeService(t, loadCompose(t), "app")
+
+	published := false
+	for _, port := range app.Ports {
+		if port.Target == 8080 && port.Published == "8080" {
+			published = true
+		}
+	}
+	if !published {
+		t.Errorf("app does not publish 8080:8080 (ports: %+v)", app.Ports)
+	}
+
+	wd, _ := os.Getwd()
+	if app.Build == nil {
+		t.Fatal("app has no build section; want build: .")
+	}
+	if filepath.Clean(app.Build.Context) != wd {
+		t.Errorf("app builds from context %q, want the repository root %q", app.Build.Context, wd)
+	}
+	dockerfile := app.Build.Dockerfile
+	if dockerfile == "" {
+		dockerfile = "Dockerfile"
+	}
+	if !filepath.IsAbs(dockerfile) {
+		dockerfile = filepath.Join(app.Build.Context, dockerfile)
+	}
+	if dockerfile != filepath.Join(wd, "Dockerfile") {
+		t.Errorf("app builds with %q, want the Dockerfile at the repository root", dockerfile)
+	}
+
+	test := strings.Join(app.HealthCheck.Test, " ")
+	if !strings.Contains(test, "127.0.0.1:8080/readyz") && !strings.Contains(test, "localhost:8080/readyz") {
+		t.Errorf("app health check %q does not probe /readyz on port 8080", test)
+	}
+	// The final image must contain the program the health check runs.
+	if strings.Contains(test, "wget") {
+		stages := parseDockerfile(t)
+		final := stages[len(stages)-1].image
+		if !strings.HasPrefix(final, "alpine") && !strings.HasPrefix(final, "busybox") {
+			t.Errorf("app health check runs wget but the final image %q may not have it", final)
+		}
+	}
+}
+
+func TestComposeAppEnvironmentIsConfig(t *testing.T) {
+	p := loadCompose(t)
+	app := composeService(t, p, "app")
+	known := configVariables(t)
+
+	usesEnvExample := false
+	for _, f := range app.EnvFiles {
+		if filepath.Base(f.Path) == ".env.example" {
+			usesEnvExample = true
+		}
+	}
+	if !usesEnvExample {
+		t.Error("app does not use env_file: .env.example")
+	}
+
+	env := composeEnvMap(app.Environment) // env_file merged with environment
+	for _, name := range sortedNames(env) {
+		if !known[name] {
+			t.Errorf("app gets %s, which config.go does not read", name)
+		}
+	}
+
+	cfg, err := loadConfig(mapGetenv(env))
+	if err != nil {
+		t.Fatalf("the app's compose environment does not load: %v", err)
+	}
+
+	// The URLs must reach the other containers, not the host.
+	for name, host := range map[string]string{"DATABASE_URL": "postgres", "REDIS_URL": "redis"} {
+		u, err := url.Parse(env[name])
+		if err != nil || u.Hostname() != host {
+			t.Errorf("app %s=%q: want a URL whose host is the %s service", name, env[name], host)
+		}
+	}
+
+	if _, port, err := net.SplitHostPort(cfg.HTTPAddr); err != nil || port != "8080" {
+		t.Errorf("app listens on HTTP_ADDR=%q, but compose publishes and probes 8080", cfg.HTTPAddr)
+	}
+
+	// docker sends SIGKILL after stop_grace_period: the app must finish
+	// draining (SHUTDOWN_TIMEOUT) before that.
+	if app.StopGracePeriod == nil {
+		t.Error("app has no stop_grace_period")
+	} else if grace := time.Duration(*app.StopGracePeriod); grace <= cfg.ShutdownTimeout {
+		t.Errorf("app stop_grace_period %s must be longer than SHUTDOWN_TIMEOUT %s", grace, cfg.ShutdownTimeout)
+	}
+}
+
+func TestComposeObservabilityProfile(t *testing.T) {
+	// Without the profile, prometheus and grafana do not start.
+	plain := loadCompose(t)
+	for _, name := range []string{"prometheus", "grafana"} {
+		if _, err := plain.GetService(name); err == nil {
+			t.Errorf("%s starts without the observability profile", name)
+		}
+	}
+
+	p := loadCompose(t, "observability")
+	for _, name := range []string{"prometheus", "grafana"} {
+		if s := composeService(t, p, name); !slices.Contains(s.Profiles, "observability") {
+			t.Errorf("%s profiles %v, want observability", name, s.Profiles)
+		}
+	}
+
+	wd, _ := os.Getwd()
+	want := filepath.Join(wd, "observability", "prometheus.yml")
+	mounted := false
+	for _, v := range composeService(t, p, "prometheus").Volumes {
+		if v.Source == want && v.Target == "/etc/prometheus/prometheus.yml" {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("prometheus does not mount %s at /etc/prometheus/prometheus.yml", want)
+	}
+	// Grafana gets the provisioning files and the dashboards directory that
+	// observability/grafana/provisioning/dashboards/dashboards.yml points at.
+	grafanaMounts := map[string]string{
+		"/etc/grafana/provisioning": filepath.Join(wd, "observability", "grafana", "provisioning"),
+		"/etc/grafana/dashboards":   filepath.Join(wd, "observability", "grafana"),
+	}
+	for _, v := range composeService(t, p, "grafana").Volumes {
+		if grafanaMounts[v.Target] == v.Source {
+			delete(grafanaMounts, v.Target)
+		}
+	}
+	for target, source := range grafanaMounts {
+		t.Errorf("grafana does not mount %s at %s", source, target)
+	}
+
+	cfg, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"app:8080", "/metrics", "scrape_interval: 5s"} {
+		if !strings.Contains(string(cfg), s) {
+			t.Errorf("observability/prometheus.yml does not contain %q", s)
+		}
+	}
+}
+
+// readEnvExample parses .env.example as compose reads an env_file.
+func readEnvExample(t *testing.T) map[string]string {
+	t.Helper()
+	env, err := dotenv.Read(".env.example")
+	if err != nil {
+		t.Fatalf("parse .env.example: %v", err)
+	}
+	return env
+}
+
+func TestEnvExampleListsExactlyConfigVariables(t *testing.T) {
+	known := configVariables(t)
+	env := readEnvExample(t)
+	for _, name := range sortedNames(env) {
+		if !known[name] {
+			t.Errorf(".env.example lists %s, which config.go does not read", name)
+		}
+	}
+	for _, name := range sortedNames(known) {
+		if _, ok := env[name]; !ok {
+			t.Errorf(".env.example does not list %s, which config.go reads", name)
+		}
+	}
+}
+
+var envLine = regexp.MustCompile(`^([A-Z][A-Z0-9_]*)=`)
+
+func TestEnvExampleEachVariableCommentedOnce(t *testing.T) {
+	f, err := os.Open(".env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	count := map[string]int{}
+	prev := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if m := envLine.FindStringSubmatch(line); m != nil {
+			count[m[1]]++
+			if !strings.HasPrefix(prev, "#") {
+				t.Errorf(".env.example: %s is not preceded by a # comment line", m[1])
+			}
+		} else if line != "" && !strings.HasPrefix(line, "#") {
+			t.Errorf(".env.example: line %q is neither NAME=value nor a comment", line)
+		}
+		prev = line
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sortedNames(count) {
+		if count[name] > 1 {
+			t.Errorf(".env.example lists %s %d times", name, count[name])
+		}
+	}
+}
+
+func TestEnvExampleValuesAreDefaults(t *testing.T) {
+	env := readEnvExample(t)
+	got, err := loadConfig(mapGetenv(env))
+	if err != nil {
+		t.Fatalf("loadConfig with .env.example: %v", err)
+	}
+	want, err := loadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("loadConfig with defaults: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
+		for i := range gv.NumField() {
+			if !reflect.DeepEqual(gv.Field(i).Interface(), wv.Field(i).Interface()) {
+				t.Errorf(".env.example gives %s = %v, config.go's default is %v",
+					gv.Type().Field(i).Name, gv.Field(i).Interface(), wv.Field(i).Interface())
+			}
+		}
+	}
+}
+
+// dockerStage is one FROM ... section of the Dockerfile.
+type dockerStage struct {
+	image, name  string
+	instructions []string // "INSTRUCTION args", continuation lines joined
+}
+
+// parseDockerfile splits the Dockerfile into stages. It understands comments,
+// blank lines and backslash continuations, which is all this Dockerfile uses.
+func parseDockerfile(t *testing.T) []dockerStage {
+	t.Helper()
+	data, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages []dockerStage
+	var cur strings.Builder
+	flush := func() {
+		line := strings.TrimSpace(cur.String())
+		cur.Reset()
+		if line == "" {
+			return
+		}
+		fields := strings.Fields(line)
+		if strings.EqualFold(fields[0], "FROM") {
+			st := dockerStage{}
+			args := slices.DeleteFunc(fields[1:], func(s string) bool { return strings.HasPrefix(s, "--") })
+			if len(args) > 0 {
+				st.image = args[0]
+			}
+			if len(args) == 3 && strings.EqualFold(args[1], "AS") {
+				st.name = args[2]
+			}
+			stages = append(stages, st)
+			return
+		}
+		if len(stages) == 0 {
+			if !strings.EqualFold(fields[0], "ARG") {
+				t.Errorf("Dockerfile: %q before the first FROM", line)
+			}
+			return
+		}
+		last := &stages[len(stages)-1]
+		last.instructions = append(last.instructions, strings.ToUpper(fields[0])+" "+strings.Join(fields[1:], " "))
+	}
+	for raw := range strings.SplitSeq(string(data), "\n") {
+		line := strings.TrimSpace(raw)
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if cont, ok := strings.CutSuffix(line, `\`); ok {
+			cur.WriteString(cont + " ")
+			continue
+		}
+		cur.WriteString(line)
+		flush()
+	}
+	flush()
+	return stages
+}
+
+// args returns the arguments of every instruction named instr in the stage.
+func (s dockerStage) args(instr string) []string {
+	var out []string
+	for _, in := range s.instructions {
+		if rest, ok := strings.CutPrefix(in, instr+" "); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+func TestDockerfile(t *testing.T) {
+	stages := parseDockerfile(t)
+	if len(stages) < 2 {
+		t.Fatalf("Dockerfile has %d FROM stages, want a multi-stage build (at least 2)", len(stages))
+	}
+	build, final := stages[0], stages[len(stages)-1]
+
+	// The build stage uses the Go release go.mod asks for.
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod); m == nil {
+		t.Error("go.mod has no go directive")
+	} else if want := "golang:" + string(m[1]); !strings.HasPrefix(build.image, want) {
+		t.Errorf("build stage image %q, want %s-* to match go.mod", build.image, want)
+	}
+
+	staticBuild := false
+	for _, st := range stages[:len(stages)-1] {
+		for _, run := range st.args("RUN") {
+			if strings.Contains(run, "go build") && strings.Contains(run, "CGO_ENABLED=0") {
+				staticBuild = true
+			}
+		}
+		for _, env := range st.args("ENV") {
+			if strings.Contains(env, "CGO_ENABLED=0") || strings.Contains(env, "CGO_ENABLED 0") {
+				staticBuild = true
+			}
+		}
+	}
+	if !staticBuild {
+		t.Error("Dockerfile does not build with CGO_ENABLED=0 (a static binary that runs in the small final image)")
+	}
+
+	users := final.args("USER")
+	if len(users) == 0 {
+		t.Error("final stage sets no USER: the app would run as root")
+	} else {
+		user := strings.SplitN(users[len(users)-1], ":", 2)[0]
+		if user == "" || user == "root" || user == "0" {
+			t.Errorf("final stage USER %q is root", users[len(users)-1])
+		}
+	}
+
+	exposed := false
+	for _, e := range final.args("EXPOSE") {
+		for _, port := range strings.Fields(e) {
+			if port == "8080" || port == "8080/tcp" {
+				exposed = true
+			}
+		}
+	}
+	if !exposed {
+		t.Error("final stage does not EXPOSE 8080")
+	}
+
+	if len(final.args("ENTRYPOINT")) == 0 && len(final.args("CMD")) == 0 {
+		t.Error("final stage has no ENTRYPOINT")
+	}
+
+	copied := false
+	for _, c := range final.args("COPY") {
+		if build.name != "" && strings.Contains(c, "--from="+build.name) {
+			copied = true
+		}
+	}
+	if !copied {
+		t.Errorf("final stage does not COPY --from=%s (the build stage needs an AS name)", build.name)
+	}
+}
