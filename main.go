@@ -80,9 +80,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 
 	// ---- Cache and repositories -------------------------------------------
+	// A load may take one pool acquire plus one statement (within the
+	// request deadline, checked at start), not just LOCK_TTL: the watchdog
+	// keeps the lock for a longer load, and without it a load that outlives
+	// its lock still answers its callers (SPEC §2.1: 2 queries, not none).
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
-		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LockTTL, NoWatchdog: !cfg.LockWatchdog,
+		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.AcquireTimeout + cfg.StmtTimeout, NoWatchdog: !cfg.LockWatchdog,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies,
 	}, log)
 	defer c.Close()

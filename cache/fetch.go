@@ -83,9 +83,9 @@ func (c *Cache) serve(ctx context.Context, key string, e Entry, load LoadFunc, n
 	switch {
 	case c.cfg.Mode == ModeSWR && !now.Before(e.SoftExpiry):
 		status = Stale
-		c.refresh(ctx, key, load)
+		c.refresh(ctx, key, e, load)
 	case c.cfg.Mode == ModeXFetch && !e.Absent && xfetchEarly(now, e.SoftExpiry, e.Delta, c.cfg.XFetchBeta, randUnit()):
-		c.refresh(ctx, key, load)
+		c.refresh(ctx, key, e, load)
 	}
 	if status == Hit {
 		// A stale value is not promoted to L1: the next request must come

@@ -6,9 +6,22 @@ import (
 	"strings"
 )
 
-// lockKey is the lock guarding key. It keeps key's hash tag, so the lock and
-// the entry live in one Redis Cluster slot and one Lua script may touch both.
-func lockKey(key string) string { return "lock:" + key }
+// lockKey is the lock guarding key, in the same Redis Cluster slot, so one
+// Lua script may touch both: a tagged key's lock keeps its tag; an untagged
+// key becomes the lock's tag ("k" → "lock:{k}", hashed as "k" like the key;
+// an untagged key that contains '}' cannot, so give such keys a tag).
+func lockKey(key string) string {
+	if hasTag(key) {
+		return "lock:" + key
+	}
+	return "lock:{" + key + "}"
+}
+
+// hasTag reports whether key has a non-empty {hash tag}.
+func hasTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	return open >= 0 && strings.IndexByte(key[open:], '}') > 1
+}
 
 // copyKey names copy n (1..) of key. Copies exist to spread a hot key over
 // several cluster slots, so the copy number goes inside the hash tag

@@ -11,17 +11,21 @@ import (
 // does not send every request to the database at once. Absent entries get
 // their own, shorter TTL.
 type l1 struct {
-	lru    *expirable.LRU[string, l1Entry]
-	negTTL time.Duration
+	lru         *expirable.LRU[string, l1Entry]
+	ttl, negTTL time.Duration
 }
 
 type l1Entry struct {
 	entry Entry
-	until time.Time // for negative entries, which expire before the LRU's TTL
+	until time.Time // when this entry expires (sooner for negative ones)
 }
 
+// newL1 gives the LRU no TTL of its own: with one, expirable.NewLRU starts a
+// sweeper goroutine that nothing can stop (v2.0.7 has no Close), so every
+// Cache would leak one past Close. Each entry carries its expiry instead,
+// checked on get; size still bounds what expired entries can hold.
 func newL1(size int, ttl, negTTL time.Duration) *l1 {
-	return &l1{lru: expirable.NewLRU[string, l1Entry](size, nil, ttl), negTTL: negTTL}
+	return &l1{lru: expirable.NewLRU[string, l1Entry](size, nil, 0), ttl: ttl, negTTL: negTTL}
 }
 
 func (l *l1) get(key string, now time.Time) (Entry, bool) {
@@ -29,7 +33,7 @@ func (l *l1) get(key string, now time.Time) (Entry, bool) {
 		return Entry{}, false
 	}
 	e, ok := l.lru.Get(key)
-	if !ok || (!e.until.IsZero() && now.After(e.until)) {
+	if !ok || now.After(e.until) {
 		return Entry{}, false
 	}
 	return e.entry, true
@@ -39,7 +43,7 @@ func (l *l1) set(key string, e Entry, now time.Time) {
 	if l == nil {
 		return
 	}
-	le := l1Entry{entry: e}
+	le := l1Entry{entry: e, until: now.Add(l.ttl)}
 	if e.Absent {
 		le.until = now.Add(l.negTTL)
 	}

@@ -112,7 +112,7 @@ func (l *Lock) SetAndRelease(ctx context.Context, key string, value []byte, ttl 
 	return nil
 }
 
-// Watch extends the lock every ttl/2 until stop is called, so a load that
+// Watch extends the lock every ttl/3 until stop is called, so a load that
 // runs longer than expected keeps its lock. stop waits for the watchdog to
 // end and reports how many extensions it made and whether the lock was lost.
 func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int, lost bool)) {
@@ -123,7 +123,9 @@ func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int, lost boo
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(l.ttl / 2)
+		// A third of the TTL leaves two chances to extend before expiry,
+		// even if one Redis round trip is slow.
+		t := time.NewTicker(l.ttl / 3)
 		defer t.Stop()
 		for {
 			select {

@@ -38,11 +38,15 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			c.l1.set(key, e, c.now())
 			return e, nil
 		}
-		sleep := backoff/2 + rand.N(backoff/2+1) // jitter keeps waiters apart
-		if c.now().Add(sleep).After(deadline) {
+		left := deadline.Sub(c.now())
+		if left <= 0 {
 			c.stats.lockTimeouts.Add(1)
 			return Entry{}, fmt.Errorf("cache fetch %s: %w after %s", key, ErrLockTimeout, c.cfg.LockWait)
 		}
+		// The last sleep is cut to the deadline: giving up when a whole
+		// backoff no longer fits would end the wait up to one backoff early
+		// (at 35% of a short LockWait) and miss a value landing meanwhile.
+		sleep := min(backoff/2+rand.N(backoff/2+1), left) // jitter keeps waiters apart
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
@@ -81,7 +85,11 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 		return Entry{}, err
 	}
 	b := e.encode()
-	switch err := lock.SetAndRelease(ctx, key, b, ttl); {
+	// The load may have used up ctx; storing the value it paid for, and
+	// freeing the waiters, deserves a short deadline of its own.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	switch err := lock.SetAndRelease(sctx, key, b, ttl); {
 	case errors.Is(err, ErrLockNotHeld):
 		// Our lock expired mid-load and someone else may hold it now: their
 		// value wins. Ours is still a correct answer for our own callers.
@@ -89,9 +97,10 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 		c.log.Warn("cache: lock lost during load, value not stored", "key", key, "lock_ttl", c.cfg.LockTTL)
 	case err != nil:
 		c.log.Warn("cache: fenced store failed", "key", key, "err", err)
+		c.release(lock) // do not leave waiters polling until the lock's TTL
 	default:
 		c.corrupt.Delete(key)
-		c.writeCopies(ctx, key, b, ttl)
+		c.writeCopies(sctx, key, b, ttl)
 	}
 	c.l1.set(key, e, c.now())
 	return e, nil

@@ -11,9 +11,10 @@ import (
 // refresh reloads key in the background while callers keep getting the
 // current value. Within a process single-flight dedupes it; across instances
 // the entry's lock does (one try, no waiting: if someone holds it, they are
-// already refreshing). The goroutine is owned by the Cache: bounded by
-// LoadTimeout, capped by MaxRefreshes, and cancelled by Close.
-func (c *Cache) refresh(ctx context.Context, key string, load LoadFunc) {
+// already refreshing). seen is the entry that prompted the refresh. The
+// goroutine is owned by the Cache: bounded by LoadTimeout, capped by
+// MaxRefreshes, and cancelled by Close.
+func (c *Cache) refresh(ctx context.Context, key string, seen Entry, load LoadFunc) {
 	// DoChan's result channel is buffered, so dropping it leaks nothing.
 	c.group.DoChan("refresh\x00"+key, func() (any, error) {
 		select {
@@ -30,12 +31,12 @@ func (c *Cache) refresh(ctx context.Context, key string, load LoadFunc) {
 		defer cancel()
 		stop := context.AfterFunc(c.life, cancel)
 		defer stop()
-		c.refreshOnce(rctx, key, load)
+		c.refreshOnce(rctx, key, seen, load)
 		return nil, nil
 	})
 }
 
-func (c *Cache) refreshOnce(ctx context.Context, key string, load LoadFunc) {
+func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load LoadFunc) {
 	lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
 	if errors.Is(err, ErrNotObtained) {
 		c.stats.lockContended.Add(1)
@@ -46,10 +47,19 @@ func (c *Cache) refreshOnce(ctx context.Context, key string, load LoadFunc) {
 		return
 	}
 	c.stats.lockAcquired.Add(1)
+	// Double-check against the entry we saw, not against freshness (as
+	// loadHolding does): XFetch refreshes entries that are still fresh on
+	// purpose, and a freshness check would skip every early refresh. A newer
+	// entry means another refresh (here or elsewhere) has just stored it,
+	// which is not counted as a refresh of ours.
+	if e, found, err := c.read(ctx, key); err == nil && found && e.SoftExpiry.After(seen.SoftExpiry) {
+		c.release(lock)
+		return
+	}
 	c.stats.refreshes.Add(1)
 	// A failed refresh keeps the stale value in place: it is still the best
 	// answer we have, until the hard TTL.
-	if _, err := c.loadHolding(ctx, key, lock, load); err != nil {
+	if _, err := c.storeLoaded(ctx, key, lock, load); err != nil {
 		c.log.Warn("cache: background refresh failed", "key", key, "err", err)
 	}
 }

@@ -1,0 +1,147 @@
+package cache
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stampede-guard/api/db/dbtest"
+)
+
+// crc16 is CRC16-XMODEM (poly 0x1021, init 0), the checksum Redis Cluster
+// uses for key slots. Written here so the test does not trust go-redis's.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// slot is the Redis Cluster slot of key: the hash tag (between the first
+// '{' and the next '}') when non-empty, else the whole key.
+func slot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	return int(crc16(key) % 16384)
+}
+
+func TestSlot(t *testing.T) {
+	t.Parallel()
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Errorf("crc16(123456789): got %#04x, want 0x31c3 (XMODEM check value)", got)
+	}
+	tests := []struct {
+		key  string
+		want int
+	}{
+		{"foo", 12182},                // CLUSTER KEYSLOT foo
+		{"somekey", 11058},            // CLUSTER KEYSLOT somekey
+		{"x{foo}y", 12182},            // the tag alone is hashed
+		{"a{}b", slotOfWhole("a{}b")}, // an empty tag hashes the whole key
+	}
+	for _, tc := range tests {
+		if got := slot(tc.key); got != tc.want {
+			t.Errorf("slot(%q): got %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+func slotOfWhole(key string) int { return int(crc16(key) % 16384) }
+
+// TestCopyAndLockKeys: a lock shares its entry's slot (one Lua script may
+// touch both), and each copy moves to a slot of its own.
+func TestCopyAndLockKeys(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		key, copy1, copy2 string
+		tagged            bool // has a non-empty hash tag the lock keeps
+	}{
+		{"p:{42}", "p:{42#1}", "p:{42#2}", true},
+		{"p:{42}:v2", "p:{42#1}:v2", "p:{42#2}:v2", true},
+		{"{a}{b}", "{a#1}{b}", "{a#2}{b}", true}, // only the first tag counts
+		{"x}{y}", "x}{y#1}", "x}{y#2}", true},    // a '}' before the '{' is not a tag
+		{"plain", "plain#1", "plain#2", false},   // no tag: the whole key is hashed
+		{"a{}b", "a{}b#1", "a{}b#2", false},      // empty tag: the whole key is hashed
+		{"open{", "open{#1", "open{#2", false},   // unclosed: the whole key is hashed
+	}
+	for _, tc := range tests {
+		got1, got2 := copyKey(tc.key, 1), copyKey(tc.key, 2)
+		if got1 != tc.copy1 || got2 != tc.copy2 {
+			t.Errorf("copyKey(%q, 1..2): got %q, %q, want %q, %q", tc.key, got1, got2, tc.copy1, tc.copy2)
+		}
+		s0, s1, s2 := slot(tc.key), slot(got1), slot(got2)
+		if s1 == s0 || s2 == s0 || s1 == s2 {
+			t.Errorf("slots of %q and its copies: got %d, %d, %d, want all different", tc.key, s0, s1, s2)
+		}
+		// The lock shares the entry's slot, tagged or not; only an untagged
+		// key holding a '}' cannot become a tag whole (documented limit).
+		if tc.tagged || !strings.Contains(tc.key, "}") {
+			if lk := lockKey(tc.key); slot(lk) != s0 {
+				t.Errorf("slot(lockKey(%q) = %q): got %d, want %d (the entry's)", tc.key, lk, slot(lk), s0)
+			}
+		}
+	}
+}
+
+// TestCopiesStored: with Copies 3 a load and a Set both write the entry and
+// two copies with identical bytes, and Invalidate deletes all three.
+func TestCopiesStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := dbtest.NewRedis(t, redisDB)
+	c := New(ctx, rdb, Config{Mode: ModeLock, Copies: 3, Channel: "inv:" + dbtest.Unique()}, dbtest.Logger(t))
+	t.Cleanup(c.Close)
+	key := "t" + dbtest.Unique() + ":{p:1}"
+	all := []string{key, copyKey(key, 1), copyKey(key, 2)}
+
+	check := func(when, want string) {
+		t.Helper()
+		e, err := decodeEntry([]byte(rdb.Get(ctx, key).Val()))
+		if err != nil || string(e.Value) != want {
+			t.Fatalf("%s: entry got %q, %v, want %q, nil", when, e.Value, err, want)
+		}
+		ref := rdb.Get(ctx, key).Val()
+		for _, k := range all[1:] {
+			if got := rdb.Get(ctx, k).Val(); got != ref {
+				t.Errorf("%s: copy %s got %q, want the entry's bytes %q", when, k, got, ref)
+			}
+		}
+		if n := rdb.Exists(ctx, copyKey(key, 3)).Val(); n != 0 {
+			t.Errorf("%s: got copy #3, want only 2 copies", when)
+		}
+	}
+
+	res, err := c.Fetch(ctx, key, func(context.Context) ([]byte, error) { return []byte("loaded"), nil })
+	if err != nil || string(res.Value) != "loaded" {
+		t.Fatalf("Fetch: got %q, %v, want %q, nil", res.Value, err, "loaded")
+	}
+	check("after load", "loaded")
+	for _, k := range all[1:] {
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 || ttl > c.cfg.TTL {
+			t.Errorf("copy %s: got TTL %s, want in (0, %s]", k, ttl, c.cfg.TTL)
+		}
+	}
+
+	if err := c.Set(ctx, key, []byte("written")); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	check("after Set", "written")
+
+	if err := c.Invalidate(ctx, key); err != nil {
+		t.Fatalf("Invalidate: %v", err)
+	}
+	if n := rdb.Exists(ctx, all...).Val(); n != 0 {
+		t.Errorf("after Invalidate: got %d of entry and copies left, want 0", n)
+	}
+}

@@ -1,0 +1,85 @@
+package cache_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db/dbtest"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind: a
+// background refresh, a shared load, or an invalidation listener that Close
+// did not stop.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// redisDB is the logical Redis database this package's tests use.
+const redisDB = 1
+
+// newPrefix returns a key prefix of the test's own, so tests can run in
+// parallel on one Redis database without seeing each other's keys.
+func newPrefix() string { return "t" + dbtest.Unique() + ":" }
+
+// newCache builds a Cache on rdb, on an invalidation channel of its own
+// unless cfg names one, and closes it when the test ends (before rdb, which
+// dbtest closes in an earlier-registered cleanup).
+func newCache(t testing.TB, rdb *redis.Client, cfg cache.Config) *cache.Cache {
+	t.Helper()
+	if cfg.Channel == "" {
+		cfg.Channel = "inv:" + dbtest.Unique()
+	}
+	c := cache.New(context.Background(), rdb, cfg, dbtest.Logger(t))
+	t.Cleanup(c.Close)
+	return c
+}
+
+// slowLoad counts its calls in calls, takes d (or less if ctx ends first, as
+// a database query would) and returns value.
+func slowLoad(calls *atomic.Int64, d time.Duration, value string) cache.LoadFunc {
+	return func(ctx context.Context) ([]byte, error) {
+		calls.Add(1)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return []byte(value), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// scanKeys lists the keys matching pattern.
+func scanKeys(t testing.TB, rdb *redis.Client, pattern string) []string {
+	t.Helper()
+	var keys []string
+	iter := rdb.Scan(context.Background(), 0, pattern, 1000).Iterator()
+	for iter.Next(context.Background()) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("scan %s: %v", pattern, err)
+	}
+	return keys
+}
+
+// eventually polls cond every 5 ms until it holds or within passes.
+func eventually(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,150 @@
+package cache_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db/dbtest"
+)
+
+// The seed's measurement (SPEC §2.1): 5 instances × 200 concurrent requests
+// for one cold key, with a 300 ms loader.
+const (
+	instances   = 5
+	perInstance = 200
+	stampedeLen = 300 * time.Millisecond
+)
+
+type stampedeResult struct {
+	ok       int64    // Fetches that returned the loaded value
+	errs     []error  // the others
+	loads    int64    // loader calls, across all instances
+	stats    int64    // Stats().Loads summed over the instances
+	lockKeys []string // lock keys left in Redis afterwards
+}
+
+// runStampede starts instances caches in mode, each on its own client (its
+// own pool and its own single-flight, as separate processes would have), and
+// releases perInstance concurrent Fetches of one cold key on each at once.
+func runStampede(t *testing.T, mode cache.Mode) stampedeResult {
+	t.Helper()
+	prefix := newPrefix()
+	key := prefix + "{product:1}"
+	var calls atomic.Int64
+	load := slowLoad(&calls, stampedeLen, "value")
+
+	caches := make([]*cache.Cache, instances)
+	admin := dbtest.NewRedis(t, redisDB)
+	for i := range caches {
+		// LockWait well above the default 2s: on a starved CI machine the
+		// holder's 300 ms load can take seconds to be stored, and a waiter
+		// giving up then proves nothing about the stampede. The load count
+		// is what this test is about.
+		caches[i] = newCache(t, dbtest.NewRedis(t, redisDB), cache.Config{Mode: mode, L1TTL: 0, LockWait: 10 * time.Second})
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := make(chan struct{})
+	var (
+		wg   sync.WaitGroup
+		ok   atomic.Int64
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, c := range caches {
+		for range perInstance {
+			wg.Go(func() {
+				<-start
+				res, err := c.Fetch(ctx, key, load)
+				if err == nil && string(res.Value) != "value" {
+					err = fmt.Errorf("got value %q, want %q", res.Value, "value")
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				ok.Add(1)
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+
+	r := stampedeResult{ok: ok.Load(), errs: errs, loads: calls.Load()}
+	for _, c := range caches {
+		r.stats += c.Stats().Loads
+	}
+	r.lockKeys = scanKeys(t, admin, "lock:"+prefix+"*")
+	return r
+}
+
+func (r stampedeResult) checkAllServed(t *testing.T) {
+	t.Helper()
+	if want := int64(instances * perInstance); r.ok != want {
+		t.Errorf("got %d successful fetches, want %d", r.ok, want)
+	}
+	for i, err := range r.errs {
+		if i == 3 {
+			t.Errorf("... and %d more errors", len(r.errs)-i)
+			break
+		}
+		t.Errorf("fetch failed: %v", err)
+	}
+	if r.stats != r.loads {
+		t.Errorf("got Stats().Loads summed %d, want %d (the loader's own count)", r.stats, r.loads)
+	}
+}
+
+// TestStampedeOneLoadAcrossInstances: with the lock (alone or under swr) a
+// cold key costs the database one query, however many instances and
+// requests ask for it at once, and the lock is gone afterwards.
+func TestStampedeOneLoadAcrossInstances(t *testing.T) {
+	t.Parallel()
+	// The modes run one after the other: 1000 goroutines each are load
+	// enough without doubling it.
+	for _, mode := range []cache.Mode{cache.ModeLock, cache.ModeSWR} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := runStampede(t, mode)
+			r.checkAllServed(t)
+			if r.loads != 1 {
+				t.Errorf("got %d loads, want 1", r.loads)
+			}
+			if len(r.lockKeys) != 0 {
+				t.Errorf("got lock keys %q left in Redis, want none", r.lockKeys)
+			}
+		})
+	}
+}
+
+// TestStampedeNaiveVersusLock is the contrast: without protection the same
+// stampede sends nearly every request to the database.
+func TestStampedeNaiveVersusLock(t *testing.T) {
+	t.Parallel()
+	naive := runStampede(t, cache.ModeNaive)
+	naive.checkAllServed(t)
+	locked := runStampede(t, cache.ModeLock)
+	locked.checkAllServed(t)
+
+	// Every request that misses before the first load is stored loads too,
+	// so naive loads up to 1000 times (fewer on a starved machine, where
+	// late requests find the value). More than one per instance rules out
+	// any dedup at all: single-flight alone would give at most 5.
+	if naive.loads <= instances {
+		t.Errorf("naive: got %d loads, want more than %d (one per request, up to %d)", naive.loads, instances, instances*perInstance)
+	}
+	if locked.loads != 1 {
+		t.Errorf("lock: got %d loads, want 1", locked.loads)
+	}
+	if naive.loads <= locked.loads {
+		t.Errorf("got naive loads %d <= lock loads %d, want naive far above lock", naive.loads, locked.loads)
+	}
+	t.Logf("same stampede: naive %d loads, lock %d", naive.loads, locked.loads)
+}
