@@ -66,6 +66,12 @@ func (b *breaker) remaining() time.Duration {
 	return max(time.Second, left)
 }
 
+// IsOutage reports whether err means the database itself is failing
+// (unreachable, refusing connections, shutting down, out of resources, too
+// slow to answer in time) rather than something about the request. Callers
+// answer such errors with "retry later" (503), not with an internal error.
+func IsOutage(err error) bool { return isOutage(err) }
+
 // isOutage says whether err means the database itself is failing. A missing
 // row, a constraint violation, a full pool or a caller that gave up say
 // nothing about the database's health and must not open the breaker.

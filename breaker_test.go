@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/db/dbtest"
+)
+
+// breakerWent reports whether the service logged breaker (e.g.
+// "postgres_main") moving to state to.
+func breakerWent(logs *logCapture, breaker, to string) bool {
+	for _, rec := range logs.records("breaker state") {
+		if rec["breaker"] == breaker && rec["to"] == to {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBreakerDatabaseOutage cuts the link to PostgreSQL under a running
+// service: cached products are served stale, the breaker opens after a few
+// failures and then refuses at once with 503 + Retry-After instead of
+// letting every request wait for its own timeout, readiness goes down; when
+// the link returns, the breaker closes by itself, without a restart.
+func TestBreakerDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	link := dbtest.NewProxy(t, "127.0.0.1:5432")
+	dbURL, err := url.Parse(dbtest.NewDatabase(t, "breaker"))
+	if err != nil {
+		t.Fatalf("parse database URL: %v", err)
+	}
+	dbURL.Host = link.Addr()
+	dbtest.NewRedis(t, redisDB) // flushes db 4 once per test binary
+	const warm = 10
+	next := int64(700) // uncached ids: 700, 701, …
+	uncached := func() string { next++; return fmt.Sprintf("/products/%d", next) }
+	ids := []int64{warm}
+	for id := next + 1; id <= next+60; id++ {
+		ids = append(ids, id)
+	}
+	resForget(t, ids...)
+
+	a := launchApp(t, map[string]string{
+		"DATABASE_URL": dbURL.String(), "REDIS_URL": "redis://127.0.0.1:6379/4",
+		"BREAKER_FAILURES": "3", "BREAKER_OPEN_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
+		"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "200ms", "L1_TTL": "0", "RATE_LIMIT": "off",
+	}, nil)
+	base := a.waitListening()
+	warmURL := fmt.Sprintf("%s/products/%d", base, warm)
+	if got := timedGet(warmURL); got.status != http.StatusOK {
+		t.Fatalf("warm-up GET: got %d (%v), want 200", got.status, got.err)
+	}
+
+	link.SetDown(true)
+	time.Sleep(300 * time.Millisecond) // past the soft TTL
+	if got := timedGet(warmURL); got.status != http.StatusOK || got.header.Get("X-Cache") != "STALE" {
+		t.Errorf("cached product during the outage: got %d X-Cache %q (%v), want 200 STALE", got.status, got.header.Get("X-Cache"), got.err)
+	}
+
+	var tries []int
+	for len(tries) < 20 && !breakerWent(a.logs, "postgres_main", "open") {
+		tries = append(tries, timedGet(base+uncached()).status)
+	}
+	if !breakerWent(a.logs, "postgres_main", "open") {
+		t.Fatalf("breaker did not open after %d failing reads (statuses %v)", len(tries), tries)
+	}
+	for i, s := range tries {
+		if s != http.StatusServiceUnavailable && s != http.StatusGatewayTimeout {
+			t.Errorf("failing read %d: got %d, want 503 or 504", i, s)
+		}
+	}
+	got := timedGet(base + uncached())
+	ra, _ := strconv.Atoi(got.header.Get("Retry-After"))
+	if got.status != http.StatusServiceUnavailable || ra < 1 || got.elapsed >= 200*time.Millisecond {
+		t.Errorf("read with the breaker open: got %d Retry-After %q after %s (%v), want 503, Retry-After ≥ 1, < 200ms",
+			got.status, got.header.Get("Retry-After"), got.elapsed, got.err)
+	}
+	if got := timedGet(base + "/readyz"); got.status != http.StatusServiceUnavailable {
+		t.Errorf("/readyz during the outage: got %d (%v), want 503", got.status, got.err)
+	}
+
+	link.SetDown(false)
+	eventually(t, 10*time.Second, "service recovered after the database came back", func() (bool, string) {
+		// An id is used until it loads, so few ids suffice: a refused read
+		// leaves it uncached.
+		read, ready := timedGet(fmt.Sprintf("%s/products/%d", base, next)), timedGet(base+"/readyz")
+		if read.status == http.StatusOK {
+			next++
+		}
+		closed := breakerWent(a.logs, "postgres_main", "closed")
+		return read.status == http.StatusOK && ready.status == http.StatusOK && closed,
+			fmt.Sprintf("read %d, /readyz %d, breaker closed logged %v", read.status, ready.status, closed)
+	})
+}

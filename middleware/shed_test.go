@@ -1,0 +1,155 @@
+package middleware_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/goleak"
+
+	"github.com/stampede-guard/api/middleware"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind (a Redis
+// client, a proxy link, a handler still blocked). One goroutine is ignored:
+// ulule's memory store starts a cleaner per store that only a GC finalizer
+// on the store stops, so it outlives every test that builds one and there
+// is no method to stop it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/ulule/limiter/v3/drivers/store/memory.(*cleaner).Run"),
+	)
+}
+
+// fakeQueue is a pool wait queue whose length the test sets.
+type fakeQueue struct {
+	waiting atomic.Int64
+	drain   time.Duration
+}
+
+func (q *fakeQueue) Waiting() int64               { return q.waiting.Load() }
+func (q *fakeQueue) DrainEstimate() time.Duration { return q.drain }
+
+type markKey struct{}
+
+func serve(e http.Handler) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	return w
+}
+
+func TestShed(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	cases := []struct {
+		name           string
+		atDoor         bool
+		waiting        int64
+		drain          time.Duration
+		wantStatus     int
+		wantRetryAfter string
+	}{
+		{"under the threshold passes", true, 3, time.Second, 200, ""},
+		{"at the threshold is shed", true, 4, 1500 * time.Millisecond, 503, "2"},
+		{"far above is shed", true, 40, 3 * time.Second, 503, "3"},
+		{"sub-second drain rounds up to 1", true, 4, 10 * time.Millisecond, 503, "1"},
+		{"not at the door: passes, the pool decides", false, 40, time.Second, 200, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &fakeQueue{drain: tc.drain}
+			q.waiting.Store(tc.waiting)
+			var marked, shed atomic.Int64
+			marked.Store(-1)
+			mark := func(ctx context.Context, n int64) context.Context {
+				marked.Store(n)
+				return context.WithValue(ctx, markKey{}, n)
+			}
+			e := gin.New()
+			e.Use(middleware.Shed(q, 4, tc.atDoor, mark, func(*gin.Context) { shed.Add(1) }))
+			var seen any
+			e.GET("/", func(c *gin.Context) {
+				seen = c.Request.Context().Value(markKey{})
+				c.Status(http.StatusOK)
+			})
+			w := serve(e)
+			if w.Code != tc.wantStatus {
+				t.Fatalf("status: got %d, want %d", w.Code, tc.wantStatus)
+			}
+			if got := w.Header().Get("Retry-After"); got != tc.wantRetryAfter {
+				t.Errorf("Retry-After: got %q, want %q", got, tc.wantRetryAfter)
+			}
+			if tc.wantStatus == http.StatusOK {
+				if marked.Load() != 4 || seen != int64(4) {
+					t.Errorf("mark got %d and the handler saw %v, want 4 and 4", marked.Load(), seen)
+				}
+				if shed.Load() != 0 {
+					t.Errorf("onShed calls: got %d, want 0", shed.Load())
+				}
+			} else if shed.Load() != 1 || marked.Load() != -1 {
+				t.Errorf("onShed calls %d, mark got %d; want 1 and no mark (-1)", shed.Load(), marked.Load())
+			}
+		})
+	}
+}
+
+// TestLimit: n requests in flight fill the bulkhead; the next is refused at
+// once, and after they finish requests pass again.
+func TestLimit(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	const n = 3
+	var refused atomic.Int64
+	entered, release := make(chan struct{}, 2*n+1), make(chan struct{}) // room for every request sent
+	e := gin.New()
+	e.Use(middleware.Limit(n, func(*gin.Context) { refused.Add(1) }))
+	e.GET("/", func(c *gin.Context) {
+		entered <- struct{}{}
+		<-release
+		c.Status(http.StatusOK)
+	})
+
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	for i := range n {
+		wg.Go(func() { codes[i] = serve(e).Code })
+	}
+	for range n {
+		select {
+		case <-entered:
+		case <-time.After(5 * time.Second):
+			close(release)
+			wg.Wait()
+			t.Fatalf("the %d requests did not all reach the handler within 5s", n)
+		}
+	}
+
+	start := time.Now()
+	w := serve(e)
+	if elapsed := time.Since(start); w.Code != http.StatusServiceUnavailable || elapsed > 100*time.Millisecond {
+		t.Errorf("request %d: got %d after %s, want 503 at once", n+1, w.Code, elapsed)
+	}
+	if got := w.Header().Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After: got %q, want %q", got, "1")
+	}
+	if got := refused.Load(); got != 1 {
+		t.Errorf("onRefused calls: got %d, want 1", got)
+	}
+
+	close(release)
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("blocked request %d: got %d, want 200", i, c)
+		}
+	}
+	// The handler no longer blocks (release is closed): all pass.
+	for i := range n + 1 {
+		if got := serve(e).Code; got != http.StatusOK {
+			t.Errorf("after release, request %d: got %d, want 200", i, got)
+		}
+	}
+}
