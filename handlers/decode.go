@@ -53,6 +53,8 @@ func jsonError(err error) error {
 		return badRequest("request body is empty")
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("request body is not valid JSON")
+	case errors.As(err, &typ) && typ.Field == "":
+		return badRequest("request body must be a JSON object")
 	case errors.As(err, &typ):
 		return badRequest(fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type))
 	case errors.As(err, &invalid):

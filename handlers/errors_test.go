@@ -1,0 +1,130 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/repo"
+)
+
+// fakeProducts answers every call with err (and a fixed product on nil).
+type fakeProducts struct{ err error }
+
+func (f fakeProducts) Get(context.Context, int64) (repo.Product, repo.Freshness, error) {
+	return repo.Product{ID: 1, Name: "p", PriceCents: 5}, repo.Freshness{TTL: time.Second}, f.err
+}
+func (f fakeProducts) List(context.Context, int64, int) (repo.Page, error) { return repo.Page{}, f.err }
+func (f fakeProducts) Create(context.Context, repo.NewProduct) (repo.Product, error) {
+	return repo.Product{ID: 1001}, f.err
+}
+func (f fakeProducts) Update(context.Context, int64, repo.ProductUpdate) (repo.Product, error) {
+	return repo.Product{ID: 1}, f.err
+}
+
+// TestWriteErrorMapping checks the one place errors become status codes,
+// through a real route, including wrapped errors.
+func TestWriteErrorMapping(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		want       int
+		retryAfter string
+	}{
+		{"ok", nil, http.StatusOK, ""},
+		{"not found", fmt.Errorf("get: %w", repo.ErrNotFound), http.StatusNotFound, ""},
+		{"unavailable with hint", &repo.UnavailableError{RetryAfter: 2500 * time.Millisecond, Cause: errors.New("shed")}, http.StatusServiceUnavailable, "3"},
+		{"unavailable bare", fmt.Errorf("x: %w", repo.ErrUnavailable), http.StatusServiceUnavailable, "1"},
+		{"deadline", fmt.Errorf("q: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, ""},
+		{"internal", errors.New("boom"), http.StatusInternalServerError, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := serve(t, fakeProducts{err: tc.err}, httptest.NewRequest("GET", "/products/1", nil))
+			if rec.Code != tc.want {
+				t.Fatalf("status: got %d, want %d (body %s)", rec.Code, tc.want, rec.Body)
+			}
+			if got := rec.Header().Get("Retry-After"); got != tc.retryAfter {
+				t.Errorf("Retry-After: got %q, want %q", got, tc.retryAfter)
+			}
+			if tc.want >= 400 {
+				var body map[string]string
+				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body["error"] == "" {
+					t.Errorf("body: got %s, want {\"error\": ...}", rec.Body)
+				}
+				if strings.Contains(rec.Body.String(), "boom") {
+					t.Errorf("body leaks the internal error: %s", rec.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeJSON covers the strict decoder: each malformed body is a 4xx
+// and the store is never called (a store error would make it a 500).
+func TestDecodeJSON(t *testing.T) {
+	tests := []struct {
+		name, contentType, body string
+		want                    int
+	}{
+		{"valid", "application/json", `{"name":"a","price_cents":1}`, http.StatusCreated},
+		{"charset is fine", "application/json; charset=utf-8", `{"name":"a","price_cents":1}`, http.StatusCreated},
+		{"wrong type", "application/json", `{"name":"a","price_cents":"1"}`, http.StatusBadRequest},
+		{"unknown field", "application/json", `{"name":"a","price_cents":1,"x":1}`, http.StatusBadRequest},
+		{"trailing object", "application/json", `{"name":"a","price_cents":1} {}`, http.StatusBadRequest},
+		{"trailing garbage", "application/json", `{"name":"a","price_cents":1} x`, http.StatusBadRequest},
+		{"syntax", "application/json", `{"name":`, http.StatusBadRequest},
+		{"empty", "application/json", ``, http.StatusBadRequest},
+		{"array", "application/json", `[1]`, http.StatusBadRequest},
+		{"missing price", "application/json", `{"name":"a"}`, http.StatusBadRequest},
+		{"negative price", "application/json", `{"name":"a","price_cents":-1}`, http.StatusBadRequest},
+		{"blank name", "application/json", `{"name":"  ","price_cents":1}`, http.StatusBadRequest},
+		{"negative stock", "application/json", `{"name":"a","price_cents":1,"stock":-2}`, http.StatusBadRequest},
+		{"overflow", "application/json", `{"name":"a","price_cents":1e40}`, http.StatusBadRequest},
+		{"text/plain", "text/plain", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
+		{"no content type", "", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", maxBody) + `","price_cents":1}`, http.StatusRequestEntityTooLarge},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/products", strings.NewReader(tc.body))
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			// A store that fails: reaching it with a bad body would be a 500.
+			store := fakeProducts{}
+			if tc.want != http.StatusCreated {
+				store.err = errors.New("store must not be called")
+			}
+			rec := serve(t, store, req)
+			if rec.Code != tc.want {
+				t.Errorf("got %d, want %d (body %s)", rec.Code, tc.want, rec.Body)
+			}
+			if strings.Contains(rec.Body.String(), `field \"\"`) {
+				t.Errorf("error names an empty field: %s", rec.Body)
+			}
+		})
+	}
+}
+
+func serve(t *testing.T, store productStore, req *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	Register(r, NewProducts(store, log), NewOrders(nil, log), NewReports(nil, log),
+		NewHealth(time.Second), http.NotFoundHandler(), Classes{})
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	return rec
+}
