@@ -6,7 +6,7 @@ export DATABASE_URL REDIS_URL
 
 GO ?= go
 
-.PHONY: build run test vet bench lint services
+.PHONY: build run test vet bench lint services lab
 
 build:
 	$(GO) build -o bin/api .
@@ -22,6 +22,12 @@ vet:
 
 bench: services
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The lab: N instances of bin/api as separate processes on these PostgreSQL
+# and Redis (logical database 10), a delayed TCP proxy on the database link,
+# the course's experiments and their before/after tables (about 2-3 minutes).
+lab: build services
+	$(GO) run ./lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 
 lint: vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// clientTimeout bounds every request the lab sends: longer than any
+// REQUEST_TIMEOUT the experiments configure, so the service, not the client,
+// decides when a request has failed.
+const clientTimeout = 10 * time.Second
+
+// Target is one request: an instance's base URL and a path.
+type Target struct {
+	Base string
+	Path string
+}
+
+// Result is what one request saw.
+type Result struct {
+	Status     int // 0 when no answer came (the error says why)
+	XCache     string
+	RetryAfter bool
+	Latency    time.Duration
+	Body       string // the first bytes of the answer
+	Err        string
+}
+
+// newClient returns a client that can keep perHost connections open to
+// each instance, so a burst does not queue on the client side.
+func newClient(perHost int) *http.Client {
+	return &http.Client{
+		Timeout: clientTimeout,
+		Transport: &http.Transport{
+			MaxIdleConns:        0, // no global cap
+			MaxIdleConnsPerHost: max(perHost, 2),
+			IdleConnTimeout:     30 * time.Second,
+			DisableCompression:  true,
+		},
+	}
+}
+
+// Burst sends every target at once: each gets its own goroutine and an
+// already open connection, and all are released together by a barrier.
+func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
+	if len(targets) == 0 {
+		return nil, 0
+	}
+	perHost := map[string]int{}
+	for _, t := range targets {
+		perHost[t.Base]++
+	}
+	client := newClient(slices.Max(mapValues(perHost)))
+	defer client.CloseIdleConnections()
+	warm(ctx, client, perHost)
+
+	results := make([]Result, len(targets))
+	start := make(chan struct{})
+	var ready, done sync.WaitGroup
+	for i, t := range targets {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			results[i] = do(ctx, client, t)
+		}()
+	}
+	ready.Wait()
+	t0 := time.Now()
+	close(start)
+	done.Wait()
+	return results, time.Since(t0)
+}
+
+// Stream sends the targets in order through a fixed number of workers: a
+// steady stream of traffic rather than one burst.
+func Stream(ctx context.Context, targets []Target, workers int) ([]Result, time.Duration) {
+	client := newClient(workers)
+	defer client.CloseIdleConnections()
+	results := make([]Result, len(targets))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = do(ctx, client, targets[i])
+			}
+		})
+	}
+	for i := range targets {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results, time.Since(t0)
+}
+
+// Paced sends the targets in order at a fixed rate (requests per second),
+// each on its own goroutine whether or not earlier ones have finished: an
+// open-loop arrival, so a slow answer shows as latency rather than as a
+// slower client.
+func Paced(ctx context.Context, targets []Target, rate float64) ([]Result, time.Duration) {
+	client := newClient(64)
+	defer client.CloseIdleConnections()
+	results := make([]Result, len(targets))
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, t := range targets {
+		at := t0.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if sleepCtx(ctx, time.Until(at)) != nil {
+			break
+		}
+		wg.Go(func() { results[i] = do(ctx, client, t) })
+	}
+	wg.Wait()
+	return results, time.Since(t0)
+}
+
+// get sends one request.
+func get(ctx context.Context, base, path string) Result {
+	client := newClient(1)
+	defer client.CloseIdleConnections()
+	return do(ctx, client, Target{Base: base, Path: path})
+}
+
+// warm opens n connections to each instance (n concurrent GET /healthz) and
+// leaves them idle in the client, ready for the burst.
+func warm(ctx context.Context, client *http.Client, perHost map[string]int) {
+	var wg sync.WaitGroup
+	for base, n := range perHost {
+		for range n {
+			wg.Go(func() { do(ctx, client, Target{Base: base, Path: "/healthz"}) })
+		}
+	}
+	wg.Wait()
+}
+
+func do(ctx context.Context, client *http.Client, t Target) Result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Base+t.Path, nil)
+	if err != nil {
+		return Result{Err: err.Error()}
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return Result{Latency: time.Since(start), Err: shortErr(err)}
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	r := Result{
+		Status:     resp.StatusCode,
+		XCache:     resp.Header.Get("X-Cache"),
+		RetryAfter: resp.Header.Get("Retry-After") != "",
+		Latency:    time.Since(start),
+	}
+	if err != nil {
+		r.Err = shortErr(err)
+	}
+	r.Body = string(body[:min(len(body), 512)])
+	return r
+}
+
+// shortErr names a client-side failure without the URL, so equal failures
+// group together in the summary.
+func shortErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "client timeout"
+	}
+	return err.Error()
+}
+
+// LoadStats summarizes the results of one load.
+type LoadStats struct {
+	Requests   int            `json:"requests"`
+	OK         int            `json:"ok"`     // 2xx
+	Failed     int            `json:"failed"` // anything else, including no answer
+	ByStatus   map[string]int `json:"by_status"`
+	XCache     map[string]int `json:"x_cache,omitempty"`
+	RetryAfter int            `json:"failed_with_retry_after"`
+	Errors     map[string]int `json:"client_errors,omitempty"`
+	P50Ms      float64        `json:"p50_ms"`
+	P99Ms      float64        `json:"p99_ms"`
+	MaxMs      float64        `json:"max_ms"`
+	FailP99Ms  float64        `json:"failed_p99_ms"` // how long failures took to arrive
+	WallMs     float64        `json:"wall_ms"`
+}
+
+// Summarize counts statuses and cache answers and computes latency
+// percentiles over every request, failed ones included.
+func Summarize(rs []Result, wall time.Duration) *LoadStats {
+	s := &LoadStats{Requests: len(rs), ByStatus: map[string]int{}, XCache: map[string]int{}, Errors: map[string]int{}, WallMs: ms(wall)}
+	all := make([]time.Duration, 0, len(rs))
+	var failed []time.Duration
+	for _, r := range rs {
+		all = append(all, r.Latency)
+		status := "no answer"
+		if r.Status != 0 {
+			status = strconv.Itoa(r.Status)
+		}
+		s.ByStatus[status]++
+		if r.XCache != "" {
+			s.XCache[r.XCache]++
+		}
+		if r.Err != "" {
+			s.Errors[r.Err]++
+		}
+		if r.Status >= 200 && r.Status < 300 && r.Err == "" {
+			s.OK++
+			continue
+		}
+		s.Failed++
+		failed = append(failed, r.Latency)
+		if r.RetryAfter {
+			s.RetryAfter++
+		}
+	}
+	s.P50Ms = ms(percentile(all, 50))
+	s.P99Ms = ms(percentile(all, 99))
+	s.MaxMs = ms(percentile(all, 100))
+	s.FailP99Ms = ms(percentile(failed, 99))
+	return s
+}
+
+// percentile is the nearest-rank percentile (p in [0,100]) of ds: the
+// smallest value with at least p% of the values at or below it. It is 0 for
+// no values and does not modify ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Millisecond)*10) / 10 }
+
+func mapValues(m map[string]int) []int {
+	out := make([]int, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// statusSummary renders "200×950 503×50" in a stable order.
+func statusSummary(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := ""
+	for _, k := range keys {
+		if out != "" {
+			out += " "
+		}
+		out += fmt.Sprintf("%s×%d", k, m[k])
+	}
+	if out == "" {
+		return "-"
+	}
+	return out
+}
