@@ -51,6 +51,9 @@ func (b *Breaker) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook guards single commands.
 func (b *Breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isSetup(cmd) {
+			return next(ctx, cmd)
+		}
 		return b.run(func() error { return next(ctx, cmd) }, func(err error) { cmd.SetErr(err) })
 	}
 }
@@ -58,6 +61,9 @@ func (b *Breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook guards pipelines and MULTI blocks as one call.
 func (b *Breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isSetup(cmds[0]) {
+			return next(ctx, cmds)
+		}
 		return b.run(func() error { return next(ctx, cmds) }, func(err error) {
 			for _, c := range cmds {
 				c.SetErr(err)
@@ -73,6 +79,19 @@ func (b *Breaker) run(call func() error, refuse func(error)) error {
 		refuse(err)
 	}
 	return err
+}
+
+// isSetup reports whether cmd is part of go-redis's connection set-up
+// (HELLO, AUTH, SELECT, CLIENT SETINFO), which runs through the client's
+// hooks from inside the dial of a guarded command. Guarding it too would let
+// set-up use up the half-open probe slots, so the breaker could never close;
+// the guarded command around it already counts the outcome.
+func isSetup(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello", "auth", "select", "client", "readonly":
+		return true
+	}
+	return false
 }
 
 // redisOutage says whether err means Redis itself is failing. A missing key,
