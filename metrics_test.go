@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMetricsAfterStampede: two instances take a stampede on one cold key
+// whose query is held slow (the products table locked by the test); their
+// /metrics then show the one load, the single-flight shared waits and the
+// lock contention it caused.
+func TestMetricsAfterStampede(t *testing.T) {
+	t.Parallel()
+	const id, perInstance = 901, 40
+	env := testEnv(t)
+	env["CACHE_MODE"] = "lock"
+	env["LOCK_WAIT"] = "4s"
+	resForget(t, id)
+	bases := []string{}
+	for range 2 {
+		base, _ := startApp(t, env)
+		bases = append(bases, base)
+	}
+
+	_, release := lockTable(t, env["DATABASE_URL"], "products")
+	var wg sync.WaitGroup
+	statuses := make(chan int, 2*perInstance)
+	for _, base := range bases {
+		for range perInstance {
+			wg.Go(func() {
+				resp, _, err := send("GET", fmt.Sprintf("%s/products/%d", base, id), nil, "")
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				statuses <- resp.StatusCode
+			})
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the stampede piles up behind the one load
+	release()
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != 200 {
+			t.Fatalf("a stampede request got %d, want 200", s)
+		}
+	}
+
+	var loads, shared, contended float64
+	for _, base := range bases {
+		m := scrape(t, base)
+		loads += m["stampede_cache_loads_total"]
+		shared += m["stampede_singleflight_shared_total"]
+		contended += m[`stampede_lock_events_total{event="contended"}`]
+	}
+	if loads != 1 {
+		t.Errorf("stampede_cache_loads_total over both instances: got %v, want 1", loads)
+	}
+	if shared < perInstance {
+		t.Errorf("stampede_singleflight_shared_total: got %v, want ≥ %d (callers that joined a load)", shared, perInstance)
+	}
+	if contended < 1 {
+		t.Errorf(`stampede_lock_events_total{event="contended"}: got %v, want ≥ 1 (the other instance waited on the lock)`, contended)
+	}
+}
+
+// scrape returns the app's metric samples by "name{labels}".
+func scrape(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	resp, body, err := send("GET", base+"/metrics", nil, "")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %v, %v", resp, err)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
