@@ -43,8 +43,8 @@ type Lab struct {
 	pg          *PG
 	rdb         *redis.Client // direct, on redisDB
 	redisAddr   string
-	dbProxy     *Proxy
-	redisProxy  *Proxy
+	dbProxy     *Link
+	redisProxy  *Link
 	template    string
 	instances   int
 	perInstance int
@@ -140,11 +140,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := l.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("Redis at %s: %w", *redisAddr, err)
 	}
-	if l.dbProxy, err = NewProxy(pgHost, true); err != nil {
+	if l.dbProxy, err = NewLink(pgHost, true); err != nil {
 		return err
 	}
 	defer l.dbProxy.Close()
-	if l.redisProxy, err = NewProxy(*redisAddr, false); err != nil {
+	if l.redisProxy, err = NewLink(*redisAddr, false); err != nil {
 		return err
 	}
 	defer l.redisProxy.Close()

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// maxDirectLoads is cache.Config.MaxDirectLoads' default: the most loads
+// one instance runs at once while Redis is unusable.
+const maxDirectLoads = 8
+
+// dbDown is experiment 4: the database link refuses everything, with and
+// without the circuit breaker.
+func (l *Lab) dbDown(ctx context.Context) *Experiment {
+	n := l.instances
+	const total, uncached, rate = 2000, 200, 400
+	x := &Experiment{Name: "db-down", Title: "the database is down: circuit breaker vs none",
+		Setup: fmt.Sprintf("%d instances, CACHE_MODE=swr, CACHE_SOFT_TTL=1s; GET /products/1 primed and left to go stale; "+
+			"then the DB link refuses every connection and %d GETs arrive at %d/s (open loop): every 10th for "+
+			"the cached id, the rest spread over %d uncached ids", n, total, rate, uncached),
+		Expect: "without a breaker every miss tries the dead database; with BREAKER_FAILURES=5 the breaker opens after a " +
+			"few failures and the rest are refused (503 + Retry-After) without touching it; the cached id is served stale either way",
+		Columns: []string{"breaker", "ok", "STALE", "failed", "p50", "p99", "failures' p99", "DB link attempts", "refused by breaker"}}
+	attempts, failP99 := map[string]int64{}, map[string]float64{}
+	for _, failures := range []string{"1000000", "5"} {
+		label := "off (BREAKER_FAILURES=" + failures + ")"
+		if failures == "5" {
+			label = "on (BREAKER_FAILURES=5)"
+		}
+		env := map[string]string{"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "1s", "BREAKER_FAILURES": failures}
+		r, err := l.row(ctx, x, label, n, env, false, func(c *Cluster, r *Row) error {
+			if res := get(ctx, c.Bases()[0], "/products/1"); res.Status != 200 {
+				return fmt.Errorf("prime: status %d %s", res.Status, res.Err)
+			}
+			if err := sleepCtx(ctx, 1200*time.Millisecond); err != nil {
+				return err
+			}
+			l.dbProxy.SetDown(true)
+			u := 0
+			targets := spread(c.Bases(), total, func(k int) string {
+				if k%10 == 0 {
+					return "/products/1"
+				}
+				u++
+				return fmt.Sprintf("/products/%d", 101+u%uncached)
+			})
+			l.phase(r, "outage", func() ([]Result, time.Duration) { return Paced(ctx, targets, rate) })
+			r.Figures["refused_by_breaker"] = scrapeSum(ctx, c.Bases())[`stampede_db_pool_refused_total{pool="main",reason="circuit_open"}`]
+			l.dbProxy.SetDown(false)
+			return nil
+		})
+		if p := r.phase("outage"); p != nil {
+			b := p.Load
+			attempts[failures] = p.DBLink.Attempts()
+			failP99[failures] = b.FailP99Ms
+			x.Table = append(x.Table, []string{label, itoa(b.OK), itoa(b.XCache["STALE"]), failedCell(b), fmtMs(b.P50Ms), fmtMs(b.P99Ms),
+				fmtMs(b.FailP99Ms), itoa(p.DBLink.Attempts()), fnum(r.Figures["refused_by_breaker"])})
+			x.check(b.XCache["STALE"] >= total/10, "breaker %s: %d stale answers for the %d requests of the cached id", failures, b.XCache["STALE"], total/10)
+		}
+		if err != nil {
+			return x.fail(err)
+		}
+	}
+	x.check(attempts["5"]*5 < attempts["1000000"], "the breaker cuts the attempts on the dead link: %d vs %d without", attempts["5"], attempts["1000000"])
+	x.note("the dead link resets each connection at once, so a failure is quick with or without the breaker (failures' p99 %s "+
+		"with, %s without; the tail is this machine's queueing); what the breaker saves is the database: %d connection "+
+		"attempts instead of %d", fmtMs(failP99["5"]), fmtMs(failP99["1000000"]), attempts["5"], attempts["1000000"])
+	return x
+}
+
+// redisDown is experiment 6: Redis goes away under load, then comes back.
+func (l *Lab) redisDown(ctx context.Context) *Experiment {
+	n := l.instances
+	const per = 50
+	x := &Experiment{Name: "redis-down", Title: "Redis goes away, then comes back",
+		Setup: fmt.Sprintf("%d instances, CACHE_MODE=swr, Redis reached through a proxy, %s on the DB link; the Redis link "+
+			"refuses everything, %d×%d concurrent GET /products/1; then Redis returns: one GET per instance every 100 ms "+
+			"until each has answered HIT; then %d×%d concurrent GETs again", n, l.delay, n, per, n, per),
+		Expect: fmt.Sprintf("while Redis is down every request is still answered from PostgreSQL, with at most %d×%d "+
+			"(instances × MaxDirectLoads) queries; once it is back the key is cached again and a burst costs no query", n, maxDirectLoads),
+		Columns: []string{"phase", "requests", "ok", "X-Cache", "p50", "p99", "DB queries", "Redis link attempts"}}
+	r, err := l.row(ctx, x, "redis down and back", n, map[string]string{"CACHE_MODE": "swr"}, true, func(c *Cluster, r *Row) error {
+		l.dbProxy.SetDelay(l.delay)
+		l.redisProxy.SetDown(true)
+		l.phase(r, "redis down", func() ([]Result, time.Duration) {
+			return Burst(ctx, spread(c.Bases(), n*per, samePath("/products/1")))
+		})
+		l.redisProxy.SetDown(false)
+		var recoverErr error
+		l.phase(r, "recovery", func() ([]Result, time.Duration) {
+			var rs []Result
+			t0 := time.Now()
+			hit := map[int]bool{}
+			for len(hit) < n {
+				if time.Since(t0) > 30*time.Second {
+					recoverErr = fmt.Errorf("only %d of %d instances answered HIT within 30 s of Redis' return", len(hit), n)
+					break
+				}
+				round := make([]Result, n)
+				var wg sync.WaitGroup
+				for i, base := range c.Bases() {
+					wg.Go(func() { round[i] = get(ctx, base, "/products/1") })
+				}
+				wg.Wait()
+				for i, res := range round {
+					if res.XCache == "HIT" {
+						hit[i] = true
+					}
+				}
+				rs = append(rs, round...)
+				if sleepCtx(ctx, 100*time.Millisecond) != nil {
+					break
+				}
+			}
+			r.Figures["recovery_seconds"] = time.Since(t0).Seconds()
+			return rs, time.Since(t0)
+		})
+		l.phase(r, "redis back", func() ([]Result, time.Duration) {
+			return Burst(ctx, spread(c.Bases(), n*per, samePath("/products/1")))
+		})
+		return recoverErr
+	})
+	for _, p := range r.Phases {
+		b := p.Load
+		redisAttempts := "0"
+		if p.RedisLink != nil {
+			redisAttempts = itoa(p.RedisLink.Attempts())
+		}
+		label := p.Name
+		if p.Name == "recovery" {
+			label = fmt.Sprintf("recovery (%.1f s)", r.Figures["recovery_seconds"])
+		}
+		x.Table = append(x.Table, []string{label, itoa(b.Requests), itoa(b.OK), statusSummary(b.XCache), fmtMs(b.P50Ms), fmtMs(b.P99Ms),
+			itoa(p.DBLink.Executes), redisAttempts})
+	}
+	if rec := r.phase("recovery"); rec != nil && rec.Load.XCache["MISS"] > 0 {
+		x.note("until each instance's Redis breaker half-opens (BREAKER_OPEN_TIMEOUT, 5 s by default) it keeps bypassing the "+
+			"returned Redis: %d recovery GETs were MISS, %d of them a direct database query each, before the first HIT",
+			rec.Load.XCache["MISS"], rec.DBLink.Executes)
+	}
+	if down, back := r.phase("redis down"), r.phase("redis back"); down != nil && back != nil {
+		x.check(down.Load.OK == down.Load.Requests, "Redis down: %d/%d answered", down.Load.OK, down.Load.Requests)
+		x.check(down.DBLink.Executes <= int64(n*maxDirectLoads), "Redis down: %d queries (want ≤ %d)", down.DBLink.Executes, n*maxDirectLoads)
+		x.check(back.Load.XCache["HIT"] == back.Load.Requests && back.DBLink.Executes == 0,
+			"Redis back: %d/%d HIT, %d queries (want all HIT, 0)", back.Load.XCache["HIT"], back.Load.Requests, back.DBLink.Executes)
+	}
+	return x.fail(err)
+}
