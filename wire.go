@@ -43,6 +43,10 @@ func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 // newLimitStore counts in Redis (one budget across instances) and falls back
 // to this instance's memory while Redis is unusable.
 func newLimitStore(rdb *redis.Client, log *slog.Logger) limiter.Store {
+	// The memory store sweeps expired counters from a goroutine that only a
+	// GC finalizer stops; it lives as long as the process, which is the
+	// store's lifetime here. Without the sweep, a long Redis outage would
+	// keep one counter per client address ever seen.
 	opts := limiter.StoreOptions{Prefix: "ratelimit", MaxRetry: 1, CleanUpInterval: time.Minute}
 	var lastLog atomic.Int64
 	return middleware.NewFailoverStore(

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// envParser reads variables and keeps the first error, so loadConfig reads
+// as a flat list of names and defaults.
+type envParser struct {
+	getenv func(string) string
+	err    error
+}
+
+func (p *envParser) fail(name, value, why string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("config: %s=%q: %s", name, value, why)
+	}
+}
+
+func (p *envParser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *envParser) duration(name string, def time.Duration) time.Duration {
+	d := p.durationOrZero(name, def)
+	if d == 0 && p.getenv(name) != "" {
+		p.fail(name, p.getenv(name), "must be a positive duration such as 300ms or 5s")
+	}
+	return d
+}
+
+func (p *envParser) durationOrZero(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	if v == "0" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		p.fail(name, v, "must be a duration such as 300ms or 5s")
+		return def
+	}
+	return d
+}
+
+func (p *envParser) positive(name string, def int) int {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		p.fail(name, v, "must be a positive whole number")
+		return def
+	}
+	return n
+}
+
+func (p *envParser) float(name string, def float64) float64 {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0) || f > 1e6 {
+		p.fail(name, v, "must be a positive number")
+		return def
+	}
+	return f
+}
+
+func (p *envParser) boolean(name string, def bool) bool {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.fail(name, v, "must be true or false")
+		return def
+	}
+	return b
+}
+
+func (p *envParser) oneOf(name, def string, allowed ...string) string {
+	v := p.str(name, def)
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.fail(name, v, "must be one of "+strings.Join(allowed, ", "))
+	return def
+}
+
+func (p *envParser) cidrs(name string) []string {
+	var out []string
+	for _, s := range splitList(p.getenv(name)) {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			if _, err := netip.ParseAddr(s); err != nil {
+				p.fail(name, s, "must be a comma-separated list of CIDRs such as 10.0.0.0/8")
+				return nil
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (p *envParser) ids(name string) []int64 {
+	var out []int64
+	for _, s := range splitList(p.getenv(name)) {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			p.fail(name, s, "must be a comma-separated list of positive product ids")
+			return nil
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
