@@ -29,8 +29,10 @@ bench: services
 lab: build services
 	$(GO) run ./lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 
+# gofmt, go vet and staticcheck (fetched from the module proxy on first use).
 lint: vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # Checks that PostgreSQL and Redis answer; starts them with docker compose
 # when Docker works, else fails with one line saying what to start.

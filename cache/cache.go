@@ -40,8 +40,6 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown cache mode %q (want naive, singleflight, lock, swr or xfetch)", s)
 }
 
-func (m Mode) usesLock() bool { return m == ModeLock || m == ModeSWR || m == ModeXFetch }
-
 // ErrLockTimeout means a waiter gave up after LockWait without seeing the
 // value that another instance was loading.
 var ErrLockTimeout = errors.New("cache: timed out waiting for another load")

@@ -138,7 +138,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	l.rdb = redis.NewClient(&redis.Options{Addr: *redisAddr, DB: redisDB})
 	defer l.rdb.Close()
 	if err := l.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("Redis at %s: %w", *redisAddr, err)
+		return fmt.Errorf("redis at %s: %w", *redisAddr, err)
 	}
 	if l.dbProxy, err = NewLink(pgHost, true); err != nil {
 		return err
