@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 	"time"
@@ -100,8 +101,11 @@ func isOutage(err error) bool {
 		}
 		return false
 	}
+	// A connection lost mid-query surfaces as a bare (unexpected) EOF, with
+	// no net.Error around it.
 	var netErr net.Error
-	return isConnect(err) || errors.As(err, &netErr) || pgconn.SafeToRetry(err)
+	return isConnect(err) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }
 
 func isConnect(err error) bool {

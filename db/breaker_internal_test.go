@@ -1,0 +1,46 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestIsOutage: only failures of the database itself count against the
+// breaker (and answer 503); anything about the request does not.
+func TestIsOutage(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"no rows", fmt.Errorf("get: %w", pgx.ErrNoRows), false},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"check violation", &pgconn.PgError{Code: "23514"}, false},
+		{"caller cancelled", fmt.Errorf("q: %w", context.Canceled), false},
+		{"caller deadline", fmt.Errorf("q: %w", context.DeadlineExceeded), false},
+		{"pool full", fmt.Errorf("x: %w", ErrAcquireTimeout), false},
+		{"shed", &RefusedError{Reason: ErrSaturated}, false},
+		{"statement timeout", &pgconn.PgError{Code: "57014"}, true},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"connection lost mid-query", fmt.Errorf("select: %w", io.ErrUnexpectedEOF), true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{"closed connection", fmt.Errorf("x: %w", net.ErrClosed), true},
+		{"plain error", errors.New("boom"), false},
+	}
+	for _, tc := range tests {
+		if got := isOutage(tc.err); got != tc.want {
+			t.Errorf("%s: isOutage(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
