@@ -43,7 +43,7 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 	for id := next + 1; id <= next+60; id++ {
 		ids = append(ids, id)
 	}
-	resForget(t, ids...)
+	forgetProducts(t, ids...)
 
 	a := launchApp(t, map[string]string{
 		"DATABASE_URL": dbURL.String(), "REDIS_URL": "redis://127.0.0.1:6379/4",

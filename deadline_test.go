@@ -35,7 +35,7 @@ func TestDeadlineSlowQueryEnds(t *testing.T) {
 	t.Parallel()
 	env := deadlineEnv(t)
 	const id = 851
-	resForget(t, id)
+	forgetProducts(t, id)
 	base, _ := startApp(t, env)
 	_, release := lockTable(t, env["DATABASE_URL"], "products")
 
@@ -68,7 +68,7 @@ func TestDeadlineLockWaitEnds(t *testing.T) {
 	t.Parallel()
 	env := deadlineEnv(t)
 	const id = 852
-	resForget(t, id)
+	forgetProducts(t, id)
 	base, _ := startApp(t, env)
 	rdb := dbtest.NewRedis(t, redisDB)
 	lock := "lock:" + repo.Key(id)

@@ -22,7 +22,7 @@ func TestRedisDownServesFromDatabase(t *testing.T) {
 		"REDIS_URL": "redis://" + link.Addr() + "/4", "L1_TTL": "0", "RATE_LIMIT": "100-S",
 	})
 	const before, during, after = 801, 802, 803
-	resForget(t, before, during, after)
+	forgetProducts(t, before, during, after)
 	rdb := dbtest.NewRedis(t, redisDB) // straight to Redis, not through the link
 	base, _ := startApp(t, env)
 	get := func(id int64) answer { return timedGet(fmt.Sprintf("%s/products/%d", base, id)) }

@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/repo"
 )
 
 // resEnv is testEnv (fresh database, Redis db 4, L1 off) plus extra.
@@ -24,21 +21,6 @@ func resEnv(t *testing.T, extra map[string]string) map[string]string {
 		env[k] = v
 	}
 	return env
-}
-
-// resForget deletes the cached entries and locks of ids in Redis db 4, which
-// every test of package main shares and which outlives a run, so an id
-// expected to be uncached is.
-func resForget(t *testing.T, ids ...int64) {
-	t.Helper()
-	rdb := dbtest.NewRedis(t, redisDB)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, id := range ids {
-		if err := rdb.Del(ctx, repo.Key(id), "lock:"+repo.Key(id)).Err(); err != nil {
-			t.Fatalf("forget product %d: %v", id, err)
-		}
-	}
 }
 
 // lockTable takes an ACCESS EXCLUSIVE lock on table from a connection of the
