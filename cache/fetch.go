@@ -115,7 +115,11 @@ func (c *Cache) result(e Entry, s Status, now time.Time, fromL1 bool) Result {
 // cancellation: a caller that gives up stops waiting, the others still get
 // the value. Close cancels it.
 func (c *Cache) flight(ctx context.Context, key string, fn func(context.Context) (Entry, error)) (Result, error) {
+	// singleflight marks every caller's result Shared, the one that ran
+	// the load included; only the others waited on someone else's load.
+	ranIt := false
 	ch := c.group.DoChan(key, func() (any, error) {
+		ranIt = true // read by this caller only after the result arrives
 		if !c.track() {
 			return Entry{}, fmt.Errorf("cache fetch %s: %w", key, errClosed)
 		}
@@ -128,7 +132,7 @@ func (c *Cache) flight(ctx context.Context, key string, fn func(context.Context)
 	})
 	select {
 	case r := <-ch:
-		if r.Shared {
+		if r.Shared && !ranIt {
 			c.stats.shared.Add(1)
 		}
 		if r.Err != nil {

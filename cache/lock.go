@@ -134,11 +134,16 @@ func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int, lost boo
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := l.Extend(ctx, l.ttl); err != nil {
-					lost = errors.Is(err, ErrLockNotHeld)
+				err := l.Extend(ctx, l.ttl)
+				if errors.Is(err, ErrLockNotHeld) {
+					lost = true
 					return
 				}
-				extensions++
+				// A transient Redis error: the lock may still be ours, and
+				// the next tick (ttl/3 later) can still save it.
+				if err == nil {
+					extensions++
+				}
 			}
 		}
 	}()

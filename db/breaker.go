@@ -48,6 +48,10 @@ func newBreaker(pool string, cfg BreakerConfig) *breaker {
 		Timeout:     cfg.OpenFor,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.Failures },
 		// gobreaker counts every error as a failure unless told otherwise.
+		// Errors that say nothing about the database (the caller gave up,
+		// the pool was full) are excluded: counted neither way, so they do
+		// not reset the failure streak or close a half-open breaker.
+		IsExcluded:   isCallerSide,
 		IsSuccessful: func(err error) bool { return !isOutage(err) },
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
@@ -73,11 +77,26 @@ func (b *breaker) remaining() time.Duration {
 // answer such errors with "retry later" (503), not with an internal error.
 func IsOutage(err error) bool { return isOutage(err) }
 
+// ErrServerHung marks a call whose connection was held well past
+// statement_timeout: the server did not enforce its own timeout, so it is
+// frozen or unreachable, even though only the caller's deadline fired.
+var ErrServerHung = errors.New("db: server did not answer within statement_timeout")
+
+// isCallerSide reports errors caused by the caller or by our own admission
+// control rather than by the database.
+func isCallerSide(err error) bool {
+	return !errors.Is(err, ErrServerHung) && !isConnect(err) &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, ErrAcquireTimeout) || errors.Is(err, ErrSaturated))
+}
+
 // isOutage says whether err means the database itself is failing. A missing
 // row, a constraint violation, a full pool or a caller that gave up say
 // nothing about the database's health and must not open the breaker.
 func isOutage(err error) bool {
 	switch {
+	case errors.Is(err, ErrServerHung):
+		return true
 	case err == nil,
 		errors.Is(err, pgx.ErrNoRows),
 		// The caller's own deadline or cancellation: statement_timeout, not

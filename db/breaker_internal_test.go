@@ -37,6 +37,7 @@ func TestIsOutage(t *testing.T) {
 		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
 		{"closed connection", fmt.Errorf("x: %w", net.ErrClosed), true},
 		{"plain error", errors.New("boom"), false},
+		{"server hung past statement_timeout", fmt.Errorf("%w: %w", ErrServerHung, context.DeadlineExceeded), true},
 	}
 	for _, tc := range tests {
 		if got := isOutage(tc.err); got != tc.want {

@@ -73,6 +73,9 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("db %s: parse url: %w", cfg.Name, err)
 	}
 	pc.MaxConns = cfg.MaxConns
+	// A connect to a frozen server must end as a connect error (an outage
+	// the breaker counts) before the caller's acquire timeout ends it.
+	pc.ConnConfig.ConnectTimeout = cfg.AcquireTimeout * 3 / 4
 	pc.MaxConnIdleTime = cfg.IdleTimeout
 	// Set at connection start-up, so it holds for every statement on every
 	// connection, including ones a future caller forgets to bound.
@@ -106,6 +109,10 @@ func (p *Pool) MaxConns() int32 { return p.cfg.MaxConns }
 // AcquireTimeout is how long a caller may wait for a connection.
 func (p *Pool) AcquireTimeout() time.Duration { return p.cfg.AcquireTimeout }
 
+// hungMargin is how far past statement_timeout a call may run before the
+// server counts as hung (network round trips, scheduling).
+const hungMargin = 500 * time.Millisecond
+
 // BreakerState is the state of the pool's circuit breaker.
 func (p *Pool) BreakerState() gobreaker.State { return p.breaker.cb.State() }
 
@@ -115,12 +122,14 @@ func (p *Pool) BreakerState() gobreaker.State { return p.breaker.cb.State() }
 // RefusedError; a saturated pool yields ErrAcquireTimeout; a caller whose
 // own context ends yields its context error.
 func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	if limit, ok := maxWaiting(ctx); ok && p.waiting.Load() >= limit {
+	// Join the queue first, then check: checking first lets a burst of
+	// callers all pass the check at once and overshoot the limit.
+	n := p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+	if limit, ok := maxWaiting(ctx); ok && n > limit {
 		p.shed.Add(1)
 		return nil, &RefusedError{Pool: p.cfg.Name, Reason: ErrSaturated, RetryAfter: p.DrainEstimate()}
 	}
-	p.waiting.Add(1)
-	defer p.waiting.Add(-1)
 
 	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
 	defer cancel()
@@ -152,7 +161,11 @@ func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
 			p.recordHold(time.Since(start))
 			conn.Release()
 		}()
-		return struct{}{}, fn(conn)
+		err = fn(conn)
+		if errors.Is(err, context.DeadlineExceeded) && time.Since(start) > p.cfg.StatementTimeout+hungMargin {
+			err = fmt.Errorf("%w: %w", ErrServerHung, err)
+		}
+		return struct{}{}, err
 	})
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		p.tripped.Add(1)

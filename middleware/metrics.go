@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -18,6 +19,17 @@ func Metrics(h *prometheus.HistogramVec) gin.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		h.WithLabelValues(route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Observe(time.Since(start).Seconds())
+		h.WithLabelValues(route, method(c.Request.Method), strconv.Itoa(c.Writer.Status())).Observe(time.Since(start).Seconds())
 	}
+}
+
+// method bounds the label: any token is a valid HTTP method, so a client
+// could otherwise mint a new time series per request.
+func method(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
