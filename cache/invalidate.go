@@ -8,9 +8,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Set stores value under key (write-through after a write to the source of
-// truth), revokes any in-flight load's lock so its older value cannot land
-// afterwards, and tells every instance to drop its L1 copy.
+// Set stores value under key, revokes any in-flight load's lock so its
+// older value cannot land afterwards, and tells every instance to drop its
+// L1 copy. It is last-writer-wins: when a key has concurrent writers, the
+// older value's Set may land last. For those, Invalidate then Reload (the
+// reload reads the source of truth under the key's lock, fenced by any
+// later invalidation) cannot go back in time.
 func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
 	e, ttl := c.newEntry(value, false, 0)
 	if err := c.write(ctx, key, e, ttl); err != nil {

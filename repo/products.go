@@ -37,6 +37,9 @@ type Freshness struct {
 	TTL    time.Duration
 }
 
+// writeThroughTimeout bounds the cache refresh after a write.
+const writeThroughTimeout = 2 * time.Second
+
 // Key is the Redis key of product id. The id is a hash tag, so the entry and
 // its lock share a Redis Cluster slot.
 func Key(id int64) string { return "product:v1:{" + strconv.FormatInt(id, 10) + "}" }
@@ -116,7 +119,7 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	if err != nil {
 		return Product{}, unavailable(fmt.Errorf("create product: %w", err), time.Second)
 	}
-	p.writeThrough(ctx, pr)
+	p.writeThrough(ctx, pr.ID)
 	return pr, nil
 }
 
@@ -136,24 +139,31 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 	if err != nil {
 		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), time.Second)
 	}
-	p.writeThrough(ctx, pr)
+	p.writeThrough(ctx, pr.ID)
 	return pr, nil
 }
 
-// writeThrough runs after the database committed, so its failure must not
-// fail the write: it falls back to invalidation, and if Redis is down the
-// hard TTL bounds how long a stale entry can live.
-func (p *Products) writeThrough(ctx context.Context, pr Product) {
-	b, err := json.Marshal(pr)
-	if err == nil {
-		err = p.cache.Set(ctx, Key(pr.ID), b)
-	}
-	if err == nil {
+// writeThrough refreshes the cached entry after the database committed.
+// Writing the value we just wrote would race: of two concurrent updates the
+// older one's SET could land last and stay cached. Instead it invalidates
+// (which also revokes any in-flight load's lock, so that load's fenced write
+// fails) and then reloads the committed row under the key's lock with a
+// fenced write: a later update's invalidation fences out this reload, so
+// the cache can never go back in time. It runs on a short deadline of its
+// own, so a client that hangs up right after the commit cannot skip it; its
+// failure does not fail the write (the hard TTL bounds a stale entry).
+func (p *Products) writeThrough(ctx context.Context, id int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeThroughTimeout)
+	defer cancel()
+	key := Key(id)
+	if err := p.cache.Invalidate(ctx, key); err != nil {
+		p.log.Error("invalidation failed; entry stays until its TTL", "product", id, "err", err)
 		return
 	}
-	p.log.Warn("write-through failed, invalidating", "product", pr.ID, "err", err)
-	if err := p.cache.Invalidate(ctx, Key(pr.ID)); err != nil {
-		p.log.Error("invalidation failed; entry stays until its TTL", "product", pr.ID, "err", err)
+	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) })
+	if err != nil && !errors.Is(err, cache.ErrNotObtained) {
+		// Invalidated but not refilled: the next read loads it.
+		p.log.Warn("write-through reload failed", "product", id, "err", err)
 	}
 }
 
