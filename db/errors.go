@@ -32,6 +32,14 @@ func IsUniqueViolation(err error, constraint string) bool {
 	return constraint == "" || pgErr.ConstraintName == constraint
 }
 
+// IsDataException reports whether the server rejected a value the client
+// sent (class 22: invalid encoding, NUL byte, out of range): the request's
+// fault, never the database's.
+func IsDataException(err error) bool {
+	code := pgCode(err)
+	return len(code) == 5 && code[:2] == "22"
+}
+
 // IsStatementTimeout reports whether the server cancelled the statement
 // because it ran past statement_timeout.
 func IsStatementTimeout(err error) bool { return pgCode(err) == codeQueryCanceled }

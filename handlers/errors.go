@@ -34,6 +34,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	switch {
 	case errors.As(err, &re):
 		abort(c, re.status, re.msg)
+	case errors.Is(err, repo.ErrInvalid):
+		abort(c, http.StatusBadRequest, "a value in the request is not valid text or is out of range")
 	case errors.Is(err, repo.ErrNotFound):
 		abort(c, http.StatusNotFound, "not found")
 	case errors.Is(err, repo.ErrOutOfStock):

@@ -46,6 +46,7 @@ func TestWriteErrorMapping(t *testing.T) {
 		{"unavailable with hint", &repo.UnavailableError{RetryAfter: 2500 * time.Millisecond, Cause: errors.New("shed")}, http.StatusServiceUnavailable, "3"},
 		{"unavailable bare", fmt.Errorf("x: %w", repo.ErrUnavailable), http.StatusServiceUnavailable, "1"},
 		{"deadline", fmt.Errorf("q: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, ""},
+		{"invalid value from the database", fmt.Errorf("x: %w", repo.ErrInvalid), http.StatusBadRequest, ""},
 		{"internal", errors.New("boom"), http.StatusInternalServerError, ""},
 	}
 	for _, tc := range tests {
@@ -90,6 +91,8 @@ func TestDecodeJSON(t *testing.T) {
 		{"negative price", "application/json", `{"name":"a","price_cents":-1}`, http.StatusBadRequest},
 		{"blank name", "application/json", `{"name":"  ","price_cents":1}`, http.StatusBadRequest},
 		{"negative stock", "application/json", `{"name":"a","price_cents":1,"stock":-2}`, http.StatusBadRequest},
+		{"NUL in name", "application/json", `{"name":"a\u0000b","price_cents":1}`, http.StatusBadRequest},
+		{"control character in name", "application/json", `{"name":"a\u001bb","price_cents":1}`, http.StatusBadRequest},
 		{"overflow", "application/json", `{"name":"a","price_cents":1e40}`, http.StatusBadRequest},
 		{"text/plain", "text/plain", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
 		{"no content type", "", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
@@ -127,4 +130,42 @@ func serve(t *testing.T, store productStore, req *http.Request) *httptest.Respon
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
 	return rec
+}
+
+type fakeOrders struct{ called bool }
+
+func (f *fakeOrders) Create(context.Context, repo.NewOrder) (repo.Order, bool, error) {
+	f.called = true
+	return repo.Order{ID: 1}, false, nil
+}
+
+// TestIdempotencyKeyValidated: a key PostgreSQL could not store as text is
+// the client's mistake (400), caught before the store is called.
+func TestIdempotencyKeyValidated(t *testing.T) {
+	tests := []struct {
+		key  string
+		want int
+	}{
+		{"order-7f3a", http.StatusCreated},
+		{"", http.StatusCreated},
+		{"bad\xffkey", http.StatusBadRequest},
+		{"has space", http.StatusBadRequest},
+		{strings.Repeat("k", 256), http.StatusBadRequest},
+	}
+	for _, tc := range tests {
+		store := &fakeOrders{}
+		gin.SetMode(gin.TestMode)
+		r := gin.New()
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		Register(r, NewProducts(fakeProducts{}, log), NewOrders(store, log), NewReports(nil, log),
+			NewHealth(time.Second), http.NotFoundHandler(), Classes{})
+		req := httptest.NewRequest("POST", "/orders", strings.NewReader(`{"product_id":1,"quantity":1}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header["Idempotency-Key"] = []string{tc.key}
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		if rec.Code != tc.want || store.called != (tc.want == http.StatusCreated) {
+			t.Errorf("key %q: got %d (store called %v), want %d", tc.key, rec.Code, store.called, tc.want)
+		}
+	}
 }

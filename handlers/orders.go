@@ -51,8 +51,8 @@ func (h *Orders) create(c *gin.Context) {
 		return
 	}
 	key := c.GetHeader("Idempotency-Key")
-	if len(key) > maxIdempotencyKey {
-		writeError(c, h.log, badRequest("Idempotency-Key must be at most 255 characters"))
+	if len(key) > maxIdempotencyKey || !printableASCII(key) {
+		writeError(c, h.log, badRequest("Idempotency-Key must be at most 255 printable ASCII characters"))
 		return
 	}
 	order, replayed, err := h.store.Create(c.Request.Context(), repo.NewOrder{
@@ -67,4 +67,15 @@ func (h *Orders) create(c *gin.Context) {
 	}
 	c.Header("Location", "/orders/"+itoa(order.ID))
 	c.JSON(http.StatusCreated, order)
+}
+
+// printableASCII reports whether s holds only visible ASCII characters, the
+// alphabet of keys clients generate (UUIDs, random tokens).
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -59,6 +61,8 @@ func (b productBody) validate() error {
 		return badRequest("missing field(s): " + strings.Join(missing, ", "))
 	case strings.TrimSpace(*b.Name) == "" || len([]rune(*b.Name)) > maxNameLen:
 		return badRequest(fmt.Sprintf("name must be 1 to %d characters", maxNameLen))
+	case !utf8.ValidString(*b.Name) || strings.ContainsFunc(*b.Name, unicode.IsControl):
+		return badRequest("name must be valid UTF-8 text without control characters")
 	case *b.PriceCents < 0 || *b.PriceCents > maxPriceCents:
 		return badRequest(fmt.Sprintf("price_cents must be from 0 to %d", int64(maxPriceCents)))
 	case b.Stock != nil && *b.Stock < 0:

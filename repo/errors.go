@@ -2,20 +2,24 @@ package repo
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 )
 
-// unavailable translates infrastructure failures that mean "try again
-// soon" into an UnavailableError, once, at the bottom of the stack, carrying
-// the retry hint of whatever refused the work. Other errors pass through.
+// unavailable translates database errors once, at the bottom of the stack:
+// failures that mean "try again soon" become an UnavailableError carrying
+// the retry hint of whatever refused the work; a value the server rejected
+// becomes ErrInvalid. Other errors pass through.
 func unavailable(err error, fallback time.Duration) error {
 	var refused *db.RefusedError
 	switch {
 	case err == nil:
 		return nil
+	case db.IsDataException(err):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	case errors.As(err, &refused):
 		return &UnavailableError{RetryAfter: refused.RetryAfter, Cause: err}
 	case errors.Is(err, db.ErrAcquireTimeout),

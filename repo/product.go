@@ -45,6 +45,9 @@ type Page struct {
 var (
 	ErrNotFound   = errors.New("not found")
 	ErrOutOfStock = errors.New("not enough stock")
+	// ErrInvalid: the database rejected a value of the request (a NUL byte,
+	// invalid encoding, out of range), which handlers should have caught.
+	ErrInvalid = errors.New("invalid value")
 	// ErrIdempotencyMismatch: the Idempotency-Key was first used with a
 	// different request body.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
