@@ -49,9 +49,8 @@ func (c *Cache) Warm(ctx context.Context, keys []string, loader func(key string)
 
 // StartRefreshAhead reloads the given hot keys every period (keep it below
 // the soft TTL) for as long as the Cache lives, so they never expire under
-// load. A job lock (lock:job:<name>, held for one period and not released)
-// lets one instance per period do the work, however many run it. Close
-// stops it.
+// load. A marker key (job:<name>:ran, set NX for 90% of a period) lets one
+// instance per period do the work, however many run it. Close stops it.
 func (c *Cache) StartRefreshAhead(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
 	if len(keys) == 0 || !c.track() {
 		return
@@ -74,13 +73,18 @@ func (c *Cache) StartRefreshAhead(name string, period time.Duration, keys []stri
 func (c *Cache) refreshAheadOnce(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
 	ctx, cancel := context.WithTimeout(c.life, period)
 	defer cancel()
-	// Deliberately never released: holding it for the whole period is what
-	// keeps the other instances from running the same job in that period.
-	if _, err := Obtain(ctx, c.rdb, "lock:job:"+name, period); err != nil {
-		if !errors.Is(err, ErrNotObtained) {
-			c.log.Warn("refresh-ahead: job lock failed", "job", name, "err", err)
-		}
+	// A once-per-period marker, not a lock: whoever sets it runs the job
+	// this period. It expires a little before the next tick (90%), so the
+	// same or another instance can run the next period on time; a lock
+	// lasting the whole period would still exist at the next tick and make
+	// the job skip every other run.
+	ok, err := c.rdb.SetNX(ctx, "job:"+name+":ran", "1", period*9/10).Result()
+	if err != nil {
+		c.log.Warn("refresh-ahead: job marker failed", "job", name, "err", err)
 		return
+	}
+	if !ok {
+		return // another instance runs it this period
 	}
 	for _, key := range keys {
 		if err := c.Reload(ctx, key, loader(key)); err != nil && !errors.Is(err, ErrNotObtained) {
