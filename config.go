@@ -22,6 +22,8 @@ type config struct {
 	LockTTL         time.Duration
 	LockWait        time.Duration
 	LockWatchdog    bool
+	LockFailFast    bool // LOCK_WAITER=fail
+	DrainDelay      time.Duration
 	L1TTL           time.Duration
 	L1Size          int
 	XFetchBeta      float64
@@ -61,6 +63,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LockTTL:         p.duration("LOCK_TTL", 5*time.Second),
 		LockWait:        p.duration("LOCK_WAIT", 2*time.Second),
 		LockWatchdog:    p.boolean("LOCK_WATCHDOG", true),
+		LockFailFast:    p.oneOf("LOCK_WAITER", "wait", "wait", "fail") == "fail",
+		DrainDelay:      p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
 		L1TTL:           p.durationOrZero("L1_TTL", time.Second),
 		L1Size:          p.positive("L1_SIZE", 10_000),
 		XFetchBeta:      p.float("XFETCH_BETA", 1),

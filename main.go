@@ -86,7 +86,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// its lock still answers its callers (SPEC §2.1: 2 queries, not none).
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
-		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.AcquireTimeout + cfg.StmtTimeout, NoWatchdog: !cfg.LockWatchdog,
+		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.AcquireTimeout + cfg.StmtTimeout, NoWatchdog: !cfg.LockWatchdog, FailFast: cfg.LockFailFast,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies,
 	}, log)
 	defer c.Close()
@@ -168,8 +168,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// Readiness goes 503 first so load balancers stop sending; in-flight
 	// requests then get up to SHUTDOWN_TIMEOUT to finish. Deferred closes
 	// run after: cache (stops refreshers), Redis, pools.
-	log.Info("shutting down")
+	log.Info("shutting down", "drain_delay", cfg.DrainDelay)
 	health.Drain()
+	// Keep serving while load balancers see /readyz fail and stop sending
+	// (SHUTDOWN_DRAIN_DELAY, 0 by default: set it to a few probe periods
+	// behind a load balancer).
+	select {
+	case <-time.After(cfg.DrainDelay):
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

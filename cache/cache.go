@@ -54,6 +54,10 @@ type Config struct {
 	NegativeTTL time.Duration // TTL of a cached "absent"; default 30 seconds
 	LockTTL     time.Duration // lock expiry; default 5 seconds
 	LockWait    time.Duration // how long a waiter polls; default 2 seconds
+	// FailFast makes a waiter give up at once (ErrLockTimeout, answered
+	// 503 + Retry-After) instead of polling for up to LockWait. Serving
+	// stale instead is what ModeSWR does before anyone waits.
+	FailFast    bool
 	LoadTimeout time.Duration // deadline of one shared load; default LockTTL
 	// NoWatchdog turns off lock extension during long loads (for the lab).
 	NoWatchdog bool

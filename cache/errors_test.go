@@ -248,3 +248,30 @@ func TestLockWaitTimeout(t *testing.T) {
 		t.Errorf("Release of the held lock: got %v, want nil (waiter must not touch it)", err)
 	}
 }
+
+// TestFailFastWaiter: with FailFast a request that finds another instance
+// loading answers ErrLockTimeout at once instead of polling for LockWait.
+func TestFailFastWaiter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := dbtest.NewRedis(t, redisDB)
+	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, LockWait: 5 * time.Second, FailFast: true})
+	key := newPrefix() + "{p:1}"
+	held, err := cache.Obtain(ctx, rdb, "lock:"+key, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Obtain: %v", err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	var calls atomic.Int64
+	start := time.Now()
+	_, err = c.Fetch(ctx, key, slowLoad(&calls, 0, "v"))
+	if !errors.Is(err, cache.ErrLockTimeout) {
+		t.Fatalf("got %v, want ErrLockTimeout", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("fail-fast waiter took %s, want far less than LockWait (5s)", took)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("loads: got %d, want 0", calls.Load())
+	}
+}

@@ -38,6 +38,12 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			c.l1.set(key, e, c.now())
 			return e, nil
 		}
+		if c.cfg.FailFast {
+			// Another instance is loading: answer "retry soon" at once
+			// rather than hold this request while it polls.
+			c.stats.lockTimeouts.Add(1)
+			return Entry{}, fmt.Errorf("cache fetch %s: %w (fail-fast waiters)", key, ErrLockTimeout)
+		}
 		left := deadline.Sub(c.now())
 		if left <= 0 {
 			c.stats.lockTimeouts.Add(1)

@@ -61,8 +61,10 @@ func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed
 		})
 	}
 	if in.IdempotencyKey != "" {
-		// Only a keyed order is retried: if a commit's answer was lost, the
-		// retry replays it instead of charging twice.
+		// Only a keyed order is retried (transient failures only: the
+		// transaction rolled back or never reached the server). Should a
+		// retry ever follow a commit whose answer was lost, the key makes
+		// it replay that order instead of charging twice.
 		err = retry(ctx, attempt)
 	} else {
 		err = attempt()
