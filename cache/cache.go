@@ -177,8 +177,5 @@ func (c *Cache) Close() {
 	c.wg.Wait()
 }
 
-// Config returns the effective configuration (defaults applied).
-func (c *Cache) Config() Config { return c.cfg }
-
 // Stats returns a snapshot of the counters.
 func (c *Cache) Stats() StatsSnapshot { return c.stats.snapshot() }

@@ -114,12 +114,12 @@ func (l *Lock) SetAndRelease(ctx context.Context, key string, value []byte, ttl 
 
 // Watch extends the lock every ttl/3 until stop is called, so a load that
 // runs longer than expected keeps its lock. stop waits for the watchdog to
-// end and reports how many extensions it made and whether the lock was lost.
-func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int, lost bool)) {
+// end and reports how many extensions it made. A lost lock needs no report:
+// the fenced write that ends the load finds out for itself.
+func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int)) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var extensions int
-	var lost bool
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -136,7 +136,6 @@ func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int, lost boo
 			case <-t.C:
 				err := l.Extend(ctx, l.ttl)
 				if errors.Is(err, ErrLockNotHeld) {
-					lost = true
 					return
 				}
 				// A transient Redis error: the lock may still be ours, and
@@ -147,9 +146,9 @@ func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int, lost boo
 			}
 		}
 	}()
-	return func() (int, bool) {
+	return func() int {
 		close(done)
 		wg.Wait()
-		return extensions, lost
+		return extensions
 	}
 }

@@ -22,17 +22,15 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 	deadline := c.now().Add(c.cfg.LockWait)
 	backoff := pollStart
 	for {
-		lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
+		lock, err := c.obtain(ctx, key)
 		switch {
 		case err == nil:
-			c.stats.lockAcquired.Add(1)
 			return c.loadHolding(ctx, key, lock, load)
 		case !errors.Is(err, ErrNotObtained):
 			// The lock tier is gone; single-flight still bounds this process.
 			c.log.Warn("cache: lock unavailable, loading without it", "key", key, "err", err)
 			return c.loadCapped(ctx, key, load)
 		}
-		c.stats.lockContended.Add(1)
 
 		if e, found, err := c.read(ctx, key); err == nil && found {
 			c.l1.set(key, e, c.now())
@@ -64,6 +62,19 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 	}
 }
 
+// obtain tries once to take key's lock and counts the outcome (acquired or
+// contended), for every path that loads under the lock.
+func (c *Cache) obtain(ctx context.Context, key string) (*Lock, error) {
+	lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
+	switch {
+	case err == nil:
+		c.stats.lockAcquired.Add(1)
+	case errors.Is(err, ErrNotObtained):
+		c.stats.lockContended.Add(1)
+	}
+	return lock, err
+}
+
 // loadHolding runs while we hold lock: double-check, load, fenced store.
 func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
 	// Double-check: the previous holder may have stored the value between our
@@ -79,13 +90,12 @@ func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load Lo
 // storeLoaded loads while holding lock (extended by the watchdog) and ends
 // with a fenced write that also releases it.
 func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
-	stopWatch := func() (int, bool) { return 0, false }
+	stopWatch := func() int { return 0 }
 	if !c.cfg.NoWatchdog {
 		stopWatch = lock.Watch(ctx)
 	}
 	e, ttl, err := c.runLoad(ctx, key, load)
-	ext, _ := stopWatch()
-	c.stats.extensions.Add(int64(ext))
+	c.stats.extensions.Add(int64(stopWatch()))
 	if err != nil {
 		c.release(lock)
 		return Entry{}, err

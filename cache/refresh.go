@@ -37,16 +37,14 @@ func (c *Cache) refresh(ctx context.Context, key string, seen Entry, load LoadFu
 }
 
 func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load LoadFunc) {
-	lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
+	lock, err := c.obtain(ctx, key)
 	if errors.Is(err, ErrNotObtained) {
-		c.stats.lockContended.Add(1)
-		return
+		return // someone else is already loading it
 	}
 	if err != nil {
 		c.log.Warn("cache: refresh lock failed", "key", key, "err", err)
 		return
 	}
-	c.stats.lockAcquired.Add(1)
 	// Double-check against the entry we saw, not against freshness (as
 	// loadHolding does): XFetch refreshes entries that are still fresh on
 	// purpose, and a freshness check would skip every early refresh. A newer

@@ -97,11 +97,10 @@ func (c *Cache) refreshAheadOnce(name string, period time.Duration, keys []strin
 // try: ErrNotObtained means another load of it is already running), and
 // stores the result with a fenced write.
 func (c *Cache) Reload(ctx context.Context, key string, load LoadFunc) error {
-	lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
+	lock, err := c.obtain(ctx, key)
 	if err != nil {
 		return err
 	}
-	c.stats.lockAcquired.Add(1)
 	c.stats.refreshes.Add(1)
 	_, err = c.storeLoaded(ctx, key, lock, load)
 	return err
