@@ -83,11 +83,17 @@ func IsOutage(err error) bool { return isOutage(err) }
 var ErrServerHung = errors.New("db: server did not answer within statement_timeout")
 
 // isCallerSide reports errors caused by the caller or by our own admission
-// control rather than by the database.
+// control rather than by the database: a cancellation, the caller's own
+// deadline (statement_timeout, not the request deadline, is the database's
+// slowness signal; a connect timeout or a hung server is the database's
+// fault), a full pool, a shed request.
 func isCallerSide(err error) bool {
-	return !errors.Is(err, ErrServerHung) && !isConnect(err) &&
-		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-			errors.Is(err, ErrAcquireTimeout) || errors.Is(err, ErrSaturated))
+	if errors.Is(err, ErrServerHung) {
+		return false
+	}
+	return errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) && !isConnect(err) ||
+		errors.Is(err, ErrAcquireTimeout) || errors.Is(err, ErrSaturated)
 }
 
 // isOutage says whether err means the database itself is failing. A missing
@@ -97,14 +103,7 @@ func isOutage(err error) bool {
 	switch {
 	case errors.Is(err, ErrServerHung):
 		return true
-	case err == nil,
-		errors.Is(err, pgx.ErrNoRows),
-		// The caller's own deadline or cancellation: statement_timeout, not
-		// the request deadline, is the database's slowness signal.
-		errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded) && !isConnect(err),
-		errors.Is(err, ErrAcquireTimeout),
-		errors.Is(err, ErrSaturated):
+	case err == nil, errors.Is(err, pgx.ErrNoRows), isCallerSide(err):
 		return false
 	case IsStatementTimeout(err):
 		return true // the server is too slow to answer in time

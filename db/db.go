@@ -103,12 +103,6 @@ func (p *Pool) Name() string { return p.cfg.Name }
 // Waiting is the number of callers currently waiting for a connection.
 func (p *Pool) Waiting() int64 { return p.waiting.Load() }
 
-// MaxConns is the pool's size.
-func (p *Pool) MaxConns() int32 { return p.cfg.MaxConns }
-
-// AcquireTimeout is how long a caller may wait for a connection.
-func (p *Pool) AcquireTimeout() time.Duration { return p.cfg.AcquireTimeout }
-
 // hungMargin is how far past statement_timeout a call may run before the
 // server counts as hung (network round trips, scheduling).
 const hungMargin = 500 * time.Millisecond

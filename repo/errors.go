@@ -24,11 +24,10 @@ func unavailable(err error, fallback time.Duration) error {
 		return &UnavailableError{RetryAfter: refused.RetryAfter, Cause: err}
 	case errors.Is(err, db.ErrAcquireTimeout),
 		errors.Is(err, cache.ErrLockTimeout),
-		db.IsStatementTimeout(err),
 		db.IsTransient(err),
-		// The database is unreachable or failing (e.g. a connection refused
-		// or reset while the breaker is still closed): as temporary as a
-		// refusal, so 503 + Retry-After, not a 500.
+		// The database is unreachable, failing or too slow (a connection
+		// refused or reset while the breaker is still closed, a statement
+		// timeout): as temporary as a refusal, so 503 + Retry-After.
 		db.IsOutage(err):
 		return &UnavailableError{RetryAfter: fallback, Cause: err}
 	}
