@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -65,7 +66,7 @@ func (h *Orders) create(c *gin.Context) {
 	if replayed {
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.Header("Location", "/orders/"+itoa(order.ID))
+	c.Header("Location", fmt.Sprintf("/orders/%d", order.ID))
 	c.JSON(http.StatusCreated, order)
 }
 

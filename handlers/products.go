@@ -71,6 +71,15 @@ func (b productBody) validate() error {
 	return nil
 }
 
+// readProductBody decodes and validates the body of POST and PUT.
+func readProductBody(c *gin.Context) (productBody, error) {
+	var b productBody
+	if err := decodeJSON(c, &b); err != nil {
+		return b, err
+	}
+	return b, b.validate()
+}
+
 func (h *Products) get(c *gin.Context) {
 	id, err := pathID(c)
 	if err != nil {
@@ -125,12 +134,8 @@ func (h *Products) list(c *gin.Context) {
 }
 
 func (h *Products) create(c *gin.Context) {
-	var b productBody
-	if err := decodeJSON(c, &b); err != nil {
-		writeError(c, h.log, err)
-		return
-	}
-	if err := b.validate(); err != nil {
+	b, err := readProductBody(c)
+	if err != nil {
 		writeError(c, h.log, err)
 		return
 	}
@@ -153,12 +158,8 @@ func (h *Products) update(c *gin.Context) {
 		writeError(c, h.log, err)
 		return
 	}
-	var b productBody
-	if err := decodeJSON(c, &b); err != nil {
-		writeError(c, h.log, err)
-		return
-	}
-	if err := b.validate(); err != nil {
+	b, err := readProductBody(c)
+	if err != nil {
 		writeError(c, h.log, err)
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -44,5 +43,3 @@ func (h *Reports) topProducts(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"days": days, "items": rows})
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -49,11 +50,7 @@ func (s *FailoverStore) sharedStore() (limiter.Store, error) {
 	return st, nil
 }
 
-type storeError string
-
-func (e storeError) Error() string { return string(e) }
-
-const errSharedDown = storeError("shared rate-limit store unavailable")
+var errSharedDown = errors.New("shared rate-limit store unavailable")
 
 func (s *FailoverStore) do(op func(limiter.Store) (limiter.Context, error)) (limiter.Context, error) {
 	st, err := s.sharedStore()
