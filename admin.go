@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -98,20 +99,47 @@ func (a *admin) state(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(st)
 }
 
-// lockHolders lists up to 100 lock keys with their remaining TTL. SCAN, not
-// KEYS: it never blocks Redis, whatever the key count.
+// Bounds of the console's lock listing, which runs on every poll (once a
+// second per open console): a cache of millions of keys must not make that
+// a walk of the whole keyspace.
+const (
+	maxLockHolders = 100
+	maxScanPages   = 10 // of scanPage keys each: at most 10 000 keys looked at
+	scanPage       = 1000
+)
+
+// lockHolders lists lock keys with their remaining TTL: SCAN (never KEYS)
+// for a bounded number of pages, then every PTTL in one pipeline.
 func (a *admin) lockHolders(ctx context.Context) []lockHolder {
-	out := []lockHolder{}
-	iter := a.rdb.Scan(ctx, 0, "lock:*", 100).Iterator()
-	for iter.Next(ctx) && len(out) < 100 {
-		ttl, err := a.rdb.PTTL(ctx, iter.Val()).Result()
-		if err != nil || ttl < 0 {
-			continue // released between SCAN and PTTL
+	var keys []string
+	var cursor uint64
+	for page := 0; page < maxScanPages && len(keys) < maxLockHolders; page++ {
+		batch, next, err := a.rdb.Scan(ctx, cursor, "lock:*", scanPage).Result()
+		if err != nil {
+			a.log.Debug("admin: listing locks failed", "err", err)
+			break
 		}
-		out = append(out, lockHolder{Key: iter.Val(), TTLMs: ttl.Milliseconds()})
+		keys = append(keys, batch...)
+		if cursor = next; cursor == 0 {
+			break
+		}
 	}
-	if err := iter.Err(); err != nil {
-		a.log.Debug("admin: listing locks failed", "err", err)
+	keys = keys[:min(len(keys), maxLockHolders)]
+	cmds, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	out := []lockHolder{}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		a.log.Debug("admin: reading lock TTLs failed", "err", err)
+		return out
+	}
+	for i, cmd := range cmds {
+		if ttl, err := cmd.(*redis.DurationCmd).Result(); err == nil && ttl >= 0 {
+			out = append(out, lockHolder{Key: keys[i], TTLMs: ttl.Milliseconds()})
+		} // else released between SCAN and PTTL
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
