@@ -88,13 +88,37 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("db %s: open: %w", cfg.Name, err)
 	}
 	// NewWithConfig does not connect; ping so a wrong URL fails the start.
-	pingCtx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StatementTimeout)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
+	if err := ping(ctx, pool, cfg); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("db %s: ping: %w", cfg.Name, err)
 	}
 	return &Pool{Pool: pool, cfg: cfg, breaker: newBreaker(cfg.Name, cfg.Breaker)}, nil
+}
+
+// pingAttempts bounds how often Open tries to reach the server: about three
+// seconds of backoff, enough for a server that is still starting or a
+// machine too loaded to finish a handshake within the connect timeout.
+const pingAttempts = 5
+
+// ping checks that the database answers. It retries only outages (refused or
+// timed-out connects, a server starting up); a wrong password or database
+// name fails at once, since waiting cannot fix it.
+func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		pingCtx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StatementTimeout)
+		err := pool.Ping(pingCtx)
+		cancel()
+		if err == nil || attempt == pingAttempts || !isOutage(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
 }
 
 // Name is the pool's label ("main", "reports").

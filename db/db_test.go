@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -159,4 +160,43 @@ func eventually(within time.Duration, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return true
+}
+
+// TestOpenFailures checks that a start fails with a clear error and in
+// bounded time: at once for a mistake waiting cannot fix, after a few
+// backed-off retries for a server that does not answer.
+func TestOpenFailures(t *testing.T) {
+	t.Parallel()
+	admin, err := url.Parse(dbtest.AdminURL())
+	if err != nil {
+		t.Fatalf("parse admin url: %v", err)
+	}
+	noDB, noServer := *admin, *admin
+	noDB.Path = "/no_such_db_stampede"
+	noServer.Host = "127.0.0.1:1" // nothing listens on port 1
+
+	tests := []struct {
+		name             string
+		url              string
+		minTime, maxTime time.Duration
+	}{
+		{"no such database", noDB.String(), 0, time.Second},
+		// 100+200+400+800 ms of backoff between five attempts.
+		{"nothing listening", noServer.String(), 1500 * time.Millisecond, 10 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			pool, err := db.Open(t.Context(), db.Config{URL: tt.url, AcquireTimeout: 200 * time.Millisecond})
+			elapsed := time.Since(start)
+			if err == nil {
+				pool.Close()
+				t.Fatal("Open: got nil error, want a failure")
+			}
+			if elapsed < tt.minTime || elapsed > tt.maxTime {
+				t.Errorf("Open failed after %v, want between %v and %v (err: %v)", elapsed, tt.minTime, tt.maxTime, err)
+			}
+		})
+	}
 }
