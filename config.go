@@ -38,14 +38,19 @@ type config struct {
 	BreakerOpen     time.Duration
 	MainMaxConns    int
 	ReportsMaxConns int
-	AcquireTimeout  time.Duration
-	IdleTimeout     time.Duration
-	StmtTimeout     time.Duration
-	RequestTimeout  time.Duration
-	WriteTimeout    time.Duration
-	ShutdownTimeout time.Duration
-	HotKeys         []int64
-	LogLevel        string
+	// Pool sizing check at start (SPEC §2.3): instances × pools + headroom
+	// must fit under the server's max_connections.
+	ExpectedInstances int
+	PoolHeadroom      int
+	StrictPoolSizing  bool
+	AcquireTimeout    time.Duration
+	IdleTimeout       time.Duration
+	StmtTimeout       time.Duration
+	RequestTimeout    time.Duration
+	WriteTimeout      time.Duration
+	ShutdownTimeout   time.Duration
+	HotKeys           []int64
+	LogLevel          string
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -53,40 +58,43 @@ type config struct {
 func loadConfig(getenv func(string) string) (config, error) {
 	p := envParser{getenv: getenv}
 	c := config{
-		HTTPAddr:        p.str("HTTP_ADDR", ":8080"),
-		AdminAddr:       p.str("ADMIN_ADDR", "127.0.0.1:8081"),
-		DatabaseURL:     p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-		RedisURL:        p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		CacheTTL:        p.duration("CACHE_TTL", 10*time.Minute),
-		CacheSoftTTL:    p.duration("CACHE_SOFT_TTL", 30*time.Second),
-		CacheNegTTL:     p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
-		LockTTL:         p.duration("LOCK_TTL", 5*time.Second),
-		LockWait:        p.duration("LOCK_WAIT", 2*time.Second),
-		LockWatchdog:    p.boolean("LOCK_WATCHDOG", true),
-		LockFailFast:    p.oneOf("LOCK_WAITER", "wait", "wait", "fail") == "fail",
-		DrainDelay:      p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
-		L1TTL:           p.durationOrZero("L1_TTL", time.Second),
-		L1Size:          p.positive("L1_SIZE", 10_000),
-		XFetchBeta:      p.float("XFETCH_BETA", 1),
-		HotKeyCopies:    p.positive("HOT_KEY_COPIES", 1),
-		RateLimit:       p.str("RATE_LIMIT", "100-S"),
-		TrustedProxies:  p.cidrs("TRUSTED_PROXIES"),
-		ShedMaxWaiting:  p.positive("SHED_MAX_WAITING", 20),
-		LimitCritical:   p.positive("CONCURRENCY_CRITICAL", 256),
-		LimitNormal:     p.positive("CONCURRENCY_NORMAL", 1024),
-		LimitLow:        p.positive("CONCURRENCY_LOW", 8),
-		BreakerFailures: p.positive("BREAKER_FAILURES", 5),
-		BreakerOpen:     p.duration("BREAKER_OPEN_TIMEOUT", 5*time.Second),
-		MainMaxConns:    p.positive("DB_MAIN_MAX_CONNS", 20),
-		ReportsMaxConns: p.positive("DB_REPORTS_MAX_CONNS", 4),
-		AcquireTimeout:  p.duration("DB_ACQUIRE_TIMEOUT", 2*time.Second),
-		IdleTimeout:     p.duration("DB_IDLE_TIMEOUT", 30*time.Second),
-		StmtTimeout:     p.duration("DB_STATEMENT_TIMEOUT", 3*time.Second),
-		RequestTimeout:  p.duration("REQUEST_TIMEOUT", 5*time.Second),
-		WriteTimeout:    p.duration("HTTP_WRITE_TIMEOUT", 10*time.Second),
-		ShutdownTimeout: p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
-		HotKeys:         p.ids("HOT_KEYS"),
-		LogLevel:        p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		HTTPAddr:          p.str("HTTP_ADDR", ":8080"),
+		AdminAddr:         p.str("ADMIN_ADDR", "127.0.0.1:8081"),
+		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		CacheTTL:          p.duration("CACHE_TTL", 10*time.Minute),
+		CacheSoftTTL:      p.duration("CACHE_SOFT_TTL", 30*time.Second),
+		CacheNegTTL:       p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
+		LockTTL:           p.duration("LOCK_TTL", 5*time.Second),
+		LockWait:          p.duration("LOCK_WAIT", 2*time.Second),
+		LockWatchdog:      p.boolean("LOCK_WATCHDOG", true),
+		LockFailFast:      p.oneOf("LOCK_WAITER", "wait", "wait", "fail") == "fail",
+		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
+		L1TTL:             p.durationOrZero("L1_TTL", time.Second),
+		L1Size:            p.positive("L1_SIZE", 10_000),
+		XFetchBeta:        p.float("XFETCH_BETA", 1),
+		HotKeyCopies:      p.positive("HOT_KEY_COPIES", 1),
+		RateLimit:         p.str("RATE_LIMIT", "100-S"),
+		TrustedProxies:    p.cidrs("TRUSTED_PROXIES"),
+		ShedMaxWaiting:    p.positive("SHED_MAX_WAITING", 20),
+		LimitCritical:     p.positive("CONCURRENCY_CRITICAL", 256),
+		LimitNormal:       p.positive("CONCURRENCY_NORMAL", 1024),
+		LimitLow:          p.positive("CONCURRENCY_LOW", 8),
+		BreakerFailures:   p.positive("BREAKER_FAILURES", 5),
+		BreakerOpen:       p.duration("BREAKER_OPEN_TIMEOUT", 5*time.Second),
+		MainMaxConns:      p.positive("DB_MAIN_MAX_CONNS", 20),
+		ReportsMaxConns:   p.positive("DB_REPORTS_MAX_CONNS", 4),
+		ExpectedInstances: p.positive("EXPECTED_INSTANCES", 1),
+		PoolHeadroom:      p.nonNegative("DB_CONNS_HEADROOM", 10),
+		StrictPoolSizing:  p.boolean("STRICT_POOL_SIZING", false),
+		AcquireTimeout:    p.duration("DB_ACQUIRE_TIMEOUT", 2*time.Second),
+		IdleTimeout:       p.duration("DB_IDLE_TIMEOUT", 30*time.Second),
+		StmtTimeout:       p.duration("DB_STATEMENT_TIMEOUT", 3*time.Second),
+		RequestTimeout:    p.duration("REQUEST_TIMEOUT", 5*time.Second),
+		WriteTimeout:      p.duration("HTTP_WRITE_TIMEOUT", 10*time.Second),
+		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		HotKeys:           p.ids("HOT_KEYS"),
+		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {

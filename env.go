@@ -65,6 +65,19 @@ func (p *envParser) positive(name string, def int) int {
 	return n
 }
 
+func (p *envParser) nonNegative(name string, def int) int {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		p.fail(name, v, "must be a whole number, 0 or more")
+		return def
+	}
+	return n
+}
+
 func (p *envParser) float(name string, def float64) float64 {
 	v := strings.TrimSpace(p.getenv(name))
 	if v == "" {

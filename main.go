@@ -52,6 +52,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	defer mainPool.Close()
+	if err := checkPoolSizing(ctx, cfg, mainPool, log); err != nil {
+		return err
+	}
 	// Migrations get a roomier deadline than a request: they run once, under
 	// goose's advisory lock, before any traffic.
 	if err := db.Migrate(ctx, mainPool, migrations.FS, log); err != nil {

@@ -108,6 +108,31 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 	}
 }
 
+// checkPoolSizing sets the fleet's pools against the server's
+// max_connections: a warning by default, a refusal to start with
+// STRICT_POOL_SIZING. Failing to read the limits is only a warning: the
+// check advises, the database decides.
+func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.Logger) error {
+	r, err := db.CheckSizing(ctx, pool, db.Sizing{
+		Instances:   cfg.ExpectedInstances,
+		PerInstance: cfg.MainMaxConns + cfg.ReportsMaxConns,
+		Headroom:    cfg.PoolHeadroom,
+	})
+	switch {
+	case err != nil:
+		log.Warn("pool sizing not checked", "err", err)
+	case r.OK():
+		log.Info("pool sizing", "fits", r.String())
+	case cfg.StrictPoolSizing:
+		return fmt.Errorf("pool sizing: the pools do not fit PostgreSQL's max_connections: %s; "+
+			"lower DB_MAIN_MAX_CONNS/DB_REPORTS_MAX_CONNS, raise max_connections, or put PgBouncer in front", r)
+	default:
+		log.Warn("pool sizing: the pools do not fit PostgreSQL's max_connections; under full load some connects will fail with too many clients",
+			"budget", r.String(), "strict", "set STRICT_POOL_SIZING=true to refuse to start")
+	}
+	return nil
+}
+
 // breakerCheck makes a breaker's state a readiness check: open is not ready.
 func breakerCheck(state func() gobreaker.State) func(context.Context) error {
 	return func(context.Context) error {

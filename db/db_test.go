@@ -200,3 +200,39 @@ func TestOpenFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckSizing sets fleets against the real server's max_connections.
+func TestCheckSizing(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, db.Config{MaxConns: 1})
+	var maxConns, reserved int
+	err := pool.QueryRow(t.Context(), `SELECT current_setting('max_connections')::int,
+		current_setting('superuser_reserved_connections')::int`).Scan(&maxConns, &reserved)
+	if err != nil {
+		t.Fatalf("read limits: %v", err)
+	}
+	tests := []struct {
+		name   string
+		sizing db.Sizing
+		wantOK bool
+	}{
+		{"one small instance", db.Sizing{Instances: 1, PerInstance: 5, Headroom: 5}, true},
+		// The seed's example, scaled to this server: more pods than fit.
+		{"too many instances", db.Sizing{Instances: maxConns, PerInstance: 10, Headroom: 5}, false},
+		{"fits but eats the headroom", db.Sizing{Instances: 1, PerInstance: maxConns - reserved - 2, Headroom: 5}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := db.CheckSizing(t.Context(), pool, tt.sizing)
+			if err != nil {
+				t.Fatalf("CheckSizing: %v", err)
+			}
+			if r.MaxConnections != maxConns || r.Reserved < reserved {
+				t.Errorf("limits: got max %d reserved %d, want %d and at least %d", r.MaxConnections, r.Reserved, maxConns, reserved)
+			}
+			if got := r.OK(); got != tt.wantOK {
+				t.Errorf("OK() = %v, want %v (%s)", got, tt.wantOK, r)
+			}
+		})
+	}
+}
