@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/handlers"
 	limiter "github.com/ulule/limiter/v3"
 )
 
@@ -25,6 +26,7 @@ type config struct {
 	LockFailFast    bool // LOCK_WAITER=fail
 	DrainDelay      time.Duration
 	L1TTL           time.Duration
+	HTTPCache       handlers.HTTPCache // Cache-Control of product reads
 	L1Size          int
 	XFetchBeta      float64
 	HotKeyCopies    int
@@ -95,6 +97,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+	}
+	// What browsers and CDNs are told defaults to what the cache itself
+	// does: fresh for the soft TTL, stale up to the hard TTL.
+	c.HTTPCache = handlers.HTTPCache{
+		Enabled:              p.boolean("HTTP_CACHE", true),
+		MaxAge:               p.durationOrZero("HTTP_MAX_AGE", c.CacheSoftTTL),
+		StaleWhileRevalidate: p.durationOrZero("HTTP_STALE_WHILE_REVALIDATE", max(0, c.CacheTTL-c.CacheSoftTTL)),
+		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
+		NotFoundMaxAge:       min(c.CacheNegTTL, c.CacheSoftTTL),
 	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {

@@ -114,7 +114,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	handlers.Register(engine,
-		handlers.NewProducts(products, log), handlers.NewOrders(orders, log),
+		handlers.NewProducts(products, cfg.HTTPCache, log), handlers.NewOrders(orders, log),
 		handlers.NewReports(reports, log), health,
 		promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}),
 		routeClasses(cfg, rdb, mainPool, reportsPool, m, log))

@@ -36,6 +36,9 @@ type Result struct {
 	Status Status
 	L1     bool          // served from the in-process cache
 	TTL    time.Duration // freshness left; negative when stale
+	// Age is how long ago the value was loaded from the source (the HTTP
+	// Age header), derived from the entry's expiry and this cache's TTLs.
+	Age time.Duration
 }
 
 // Fetch returns the value for key, loading it with load when needed. How many
@@ -107,7 +110,9 @@ func (c *Cache) result(e Entry, s Status, now time.Time, fromL1 bool) Result {
 	default:
 		c.stats.misses.Add(1)
 	}
-	return Result{Value: e.Value, Absent: e.Absent, Status: s, L1: fromL1, TTL: e.SoftExpiry.Sub(now)}
+	ttl := e.SoftExpiry.Sub(now)
+	return Result{Value: e.Value, Absent: e.Absent, Status: s, L1: fromL1, TTL: ttl,
+		Age: max(0, c.lifetime(e.Absent)-ttl)}
 }
 
 // flight runs fn once per key in this process and shares its outcome. The

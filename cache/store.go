@@ -32,17 +32,26 @@ func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err err
 
 // newEntry wraps a loaded value with its freshness facts.
 func (c *Cache) newEntry(value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
-	now := c.now()
+	soft := c.lifetime(absent)
+	e := Entry{Value: value, Absent: absent, SoftExpiry: c.now().Add(soft), Delta: delta}
 	if absent {
-		return Entry{Absent: true, SoftExpiry: now.Add(c.cfg.NegativeTTL), Delta: delta}, c.cfg.NegativeTTL
+		e.Value = nil // the envelope of an absent entry has no payload
+		return e, soft
 	}
-	soft := c.cfg.SoftTTL
-	if c.cfg.Mode != ModeSWR {
-		// Without SWR nothing is served stale: the entry is fresh until Redis
-		// drops it, which is also XFetch's expiry.
-		soft = c.cfg.TTL
+	return e, c.cfg.TTL
+}
+
+// lifetime is how long a new entry stays fresh. Without SWR nothing is
+// served stale: the entry is fresh until Redis drops it, which is also
+// XFetch's expiry.
+func (c *Cache) lifetime(absent bool) time.Duration {
+	switch {
+	case absent:
+		return c.cfg.NegativeTTL
+	case c.cfg.Mode != ModeSWR:
+		return c.cfg.TTL
 	}
-	return Entry{Value: value, SoftExpiry: now.Add(soft), Delta: delta}, c.cfg.TTL
+	return c.cfg.SoftTTL
 }
 
 // write stores e unconditionally under key and its copies, revoking any

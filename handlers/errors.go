@@ -38,6 +38,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		abort(c, http.StatusBadRequest, "a value in the request is not valid text or is out of range")
 	case errors.Is(err, repo.ErrNotFound):
 		abort(c, http.StatusNotFound, "not found")
+	case errors.Is(err, repo.ErrPreconditionFailed):
+		abort(c, http.StatusPreconditionFailed, "the product changed since you read it: If-Match does not name its current ETag; GET it again")
 	case errors.Is(err, repo.ErrOutOfStock):
 		abort(c, http.StatusConflict, "not enough stock")
 	case errors.Is(err, repo.ErrIdempotencyMismatch):

@@ -125,7 +125,7 @@ func serve(t *testing.T, store productStore, req *http.Request) *httptest.Respon
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	Register(r, NewProducts(store, log), NewOrders(nil, log), NewReports(nil, log),
+	Register(r, NewProducts(store, HTTPCache{}, log), NewOrders(nil, log), NewReports(nil, log),
 		NewHealth(time.Second), http.NotFoundHandler(), Classes{})
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
@@ -157,7 +157,7 @@ func TestIdempotencyKeyValidated(t *testing.T) {
 		gin.SetMode(gin.TestMode)
 		r := gin.New()
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		Register(r, NewProducts(fakeProducts{}, log), NewOrders(store, log), NewReports(nil, log),
+		Register(r, NewProducts(fakeProducts{}, HTTPCache{}, log), NewOrders(store, log), NewReports(nil, log),
 			NewHealth(time.Second), http.NotFoundHandler(), Classes{})
 		req := httptest.NewRequest("POST", "/orders", strings.NewReader(`{"product_id":1,"quantity":1}`))
 		req.Header.Set("Content-Type", "application/json")

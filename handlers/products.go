@@ -26,12 +26,14 @@ type productStore interface {
 // Products serves /products.
 type Products struct {
 	store productStore
+	http  HTTPCache
 	log   *slog.Logger
 }
 
-// NewProducts builds the product handlers.
-func NewProducts(store productStore, log *slog.Logger) *Products {
-	return &Products{store: store, log: log}
+// NewProducts builds the product handlers; hc is what product reads tell
+// browsers and CDNs about caching them.
+func NewProducts(store productStore, hc HTTPCache, log *slog.Logger) *Products {
+	return &Products{store: store, http: hc, log: log}
 }
 
 // productBody is the JSON of POST and PUT. Pointers tell a missing field
@@ -87,11 +89,22 @@ func (h *Products) get(c *gin.Context) {
 		return
 	}
 	p, f, err := h.store.Get(c.Request.Context(), id)
-	if err == nil || isNotFound(err) {
+	switch {
+	case isNotFound(err):
 		setCacheHeaders(c, f)
-	}
-	if err != nil {
+		c.Header("Cache-Control", h.http.notFound())
 		writeError(c, h.log, err)
+		return
+	case err != nil:
+		writeError(c, h.log, err) // stays no-store
+		return
+	}
+	setCacheHeaders(c, f)
+	c.Header("Cache-Control", h.http.found())
+	setValidators(c, p, f)
+	// Answered from L1 or Redis like any read: a revalidation costs no query.
+	if notModified(c.Request, p.ETag(), p.UpdatedAt) {
+		c.Status(http.StatusNotModified)
 		return
 	}
 	c.JSON(http.StatusOK, p)
@@ -149,6 +162,7 @@ func (h *Products) create(c *gin.Context) {
 		return
 	}
 	c.Header("Location", fmt.Sprintf("/products/%d", p.ID))
+	c.Header("ETag", p.ETag())
 	c.JSON(http.StatusCreated, p)
 }
 
@@ -158,15 +172,23 @@ func (h *Products) update(c *gin.Context) {
 		writeError(c, h.log, err)
 		return
 	}
+	tags, err := ifMatch(c.Request)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
 	b, err := readProductBody(c)
 	if err != nil {
 		writeError(c, h.log, err)
 		return
 	}
-	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{Name: *b.Name, PriceCents: *b.PriceCents, Stock: b.Stock})
+	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{
+		Name: *b.Name, PriceCents: *b.PriceCents, Stock: b.Stock, IfMatch: tags,
+	})
 	if err != nil {
 		writeError(c, h.log, err)
 		return
 	}
+	c.Header("ETag", p.ETag())
 	c.JSON(http.StatusOK, p)
 }

@@ -6,17 +6,40 @@
 package repo
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
 	"time"
 )
 
 // Product is the public read model. Stock is deliberately not part of it:
 // it changes on every order and would make every cached entry stale.
 type Product struct {
-	ID         int64  `json:"id"`
-	Name       string `json:"name"`
-	PriceCents int64  `json:"price_cents"`
+	ID         int64     `json:"id"`
+	Name       string    `json:"name"`
+	PriceCents int64     `json:"price_cents"`
+	UpdatedAt  time.Time `json:"updated_at"` // UTC; Last-Modified
+}
+
+// ETag is a strong entity tag (RFC 9110 §8.8.3) of p's JSON body: it hashes
+// exactly the bytes a response carries, so two equal tags mean two
+// byte-identical bodies, and a browser or a CDN may revalidate with it
+// whichever instance or cache tier answered.
+func (p Product) ETag() string {
+	b, _ := json.Marshal(p) // cannot fail: plain fields only
+	h := fnv.New64a()
+	h.Write(b)
+	return `"` + strconv.FormatUint(h.Sum64(), 36) + `"`
+}
+
+// Matches reports whether an If-Match list (already split, "*" meaning any
+// current representation) names p's ETag. The comparison is strong: a weak
+// tag (W/"...") never matches, as RFC 9110 §13.1.1 requires for If-Match.
+func (p Product) Matches(tags []string) bool {
+	return slices.Contains(tags, "*") || slices.Contains(tags, p.ETag())
 }
 
 // NewProduct is the input of Create.
@@ -31,6 +54,10 @@ type ProductUpdate struct {
 	Name       string
 	PriceCents int64
 	Stock      *int32
+	// IfMatch, when not nil, is the request's If-Match list: the update
+	// happens only if the product's current ETag is in it (or it holds
+	// "*"), else ErrPreconditionFailed and nothing changes.
+	IfMatch []string
 }
 
 // Page is one page of a keyset-paginated list.
@@ -48,6 +75,9 @@ var (
 	// ErrInvalid: the database rejected a value of the request (a NUL byte,
 	// invalid encoding, out of range), which handlers should have caught.
 	ErrInvalid = errors.New("invalid value")
+	// ErrPreconditionFailed: If-Match did not name the current version;
+	// someone else changed the product since the caller read it.
+	ErrPreconditionFailed = errors.New("precondition failed")
 	// ErrIdempotencyMismatch: the Idempotency-Key was first used with a
 	// different request body.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")

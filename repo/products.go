@@ -34,7 +34,8 @@ func NewProducts(pool *db.Pool, c *cache.Cache, log *slog.Logger) *Products {
 type Freshness struct {
 	Status cache.Status
 	L1     bool
-	TTL    time.Duration
+	TTL    time.Duration // freshness left; negative when stale
+	Age    time.Duration // since the value was loaded from PostgreSQL
 }
 
 // writeThroughTimeout bounds the cache refresh after a write.
@@ -53,7 +54,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	if err != nil {
 		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), time.Second)
 	}
-	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL}
+	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
 	if res.Absent {
 		return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
 	}
@@ -69,8 +70,8 @@ func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 	var pr Product
 	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx,
-			`SELECT id, name, price_cents FROM products WHERE id = $1`, id,
-		).Scan(&pr.ID, &pr.Name, &pr.PriceCents)
+			`SELECT `+productColumns+` FROM products WHERE id = $1`, id,
+		).Scan(pr.fields()...)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, cache.ErrAbsent
@@ -78,7 +79,7 @@ func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("select product %d: %w", id, err)
 	}
-	return json.Marshal(pr)
+	return json.Marshal(pr.inUTC())
 }
 
 // List returns up to limit products with id > after, in id order (keyset
@@ -88,11 +89,15 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 	page := Page{Items: make([]Product, 0, limit)}
 	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx,
-			`SELECT id, name, price_cents FROM products WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
+			`SELECT `+productColumns+` FROM products WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
 		if err != nil {
 			return err
 		}
-		page.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Product])
+		page.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Product, error) {
+			var pr Product
+			err := row.Scan(pr.fields()...)
+			return pr.inUTC(), err
+		})
 		return err
 	})
 	if err != nil {
@@ -113,34 +118,76 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx,
 			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
-			 RETURNING id, name, price_cents`, in.Name, in.PriceCents, in.Stock,
-		).Scan(&pr.ID, &pr.Name, &pr.PriceCents)
+			 RETURNING `+productColumns, in.Name, in.PriceCents, in.Stock,
+		).Scan(pr.fields()...)
 	})
 	if err != nil {
 		return Product{}, unavailable(fmt.Errorf("create product: %w", err), time.Second)
 	}
 	p.writeThrough(ctx, pr.ID)
-	return pr, nil
+	return pr.inUTC(), nil
 }
 
 // Update replaces a product's name and price (and stock, if given), then
-// refreshes the cached entry on every instance.
+// refreshes the cached entry on every instance. With in.IfMatch the row is
+// locked, its version compared and the update made in one transaction, so
+// of two editors holding the same ETag exactly one wins.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
 	err := p.with(ctx, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx,
-			`UPDATE products SET name = $2, price_cents = $3, stock = COALESCE($4, stock), updated_at = now()
-			 WHERE id = $1 RETURNING id, name, price_cents`, id, in.Name, in.PriceCents, in.Stock,
-		).Scan(&pr.ID, &pr.Name, &pr.PriceCents)
+		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			if in.IfMatch != nil {
+				if err := checkIfMatch(ctx, tx, id, in.IfMatch); err != nil {
+					return err
+				}
+			}
+			return tx.QueryRow(ctx,
+				`UPDATE products SET name = $2, price_cents = $3, stock = COALESCE($4, stock), updated_at = now()
+				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.Stock,
+			).Scan(pr.fields()...)
+		})
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch {
+	case errors.Is(err, ErrPreconditionFailed):
+		return Product{}, fmt.Errorf("update product %d: %w", id, err)
+	case errors.Is(err, pgx.ErrNoRows):
 		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
+	case err != nil:
 		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), time.Second)
 	}
 	p.writeThrough(ctx, pr.ID)
-	return pr, nil
+	return pr.inUTC(), nil
+}
+
+// checkIfMatch locks product id and fails with ErrPreconditionFailed unless
+// its current version is one the caller named. An absent product fails too:
+// If-Match asks for a current representation (RFC 9110 §13.1.1).
+func checkIfMatch(ctx context.Context, tx pgx.Tx, id int64, tags []string) error {
+	var cur Product
+	err := tx.QueryRow(ctx, `SELECT `+productColumns+` FROM products WHERE id = $1 FOR UPDATE`, id).Scan(cur.fields()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("product absent: %w", ErrPreconditionFailed)
+	}
+	if err != nil {
+		return err
+	}
+	if !cur.inUTC().Matches(tags) {
+		return fmt.Errorf("current version %s: %w", cur.inUTC().ETag(), ErrPreconditionFailed)
+	}
+	return nil
+}
+
+// productColumns and fields keep every query's column list and its Scan
+// targets in one place.
+const productColumns = `id, name, price_cents, updated_at`
+
+func (pr *Product) fields() []any { return []any{&pr.ID, &pr.Name, &pr.PriceCents, &pr.UpdatedAt} }
+
+// inUTC makes the representation independent of the server's time zone, so
+// every instance renders (and hashes) the same body.
+func (pr Product) inUTC() Product {
+	pr.UpdatedAt = pr.UpdatedAt.UTC()
+	return pr
 }
 
 // writeThrough refreshes the cached entry after the database committed.

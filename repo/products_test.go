@@ -3,6 +3,7 @@ package repo_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
@@ -17,10 +18,11 @@ import (
 func seededProduct(t *testing.T, pool *db.Pool, id int64) repo.Product {
 	t.Helper()
 	p := repo.Product{ID: id}
-	if err := pool.QueryRow(testCtx(t), `SELECT name, price_cents FROM products WHERE id = $1`, id).
-		Scan(&p.Name, &p.PriceCents); err != nil {
+	if err := pool.QueryRow(testCtx(t), `SELECT name, price_cents, updated_at FROM products WHERE id = $1`, id).
+		Scan(&p.Name, &p.PriceCents, &p.UpdatedAt); err != nil {
 		t.Fatalf("select product %d: %v", id, err)
 	}
+	p.UpdatedAt = p.UpdatedAt.UTC()
 	return p
 }
 
@@ -41,6 +43,14 @@ func get(t *testing.T, products *repo.Products, c *cache.Cache, id int64, want r
 	}
 	if loads := c.Stats().Loads - before; loads != wantLoads {
 		t.Errorf("Get(%d) database loads: got %d, want %d", id, loads, wantLoads)
+	}
+}
+
+// checkFresh checks a write's updated_at: set by this write, in UTC.
+func checkFresh(t *testing.T, at time.Time) {
+	t.Helper()
+	if at.Location() != time.UTC || time.Since(at) > time.Minute || time.Until(at) > time.Minute {
+		t.Errorf("updated_at: got %v, want about now, in UTC", at)
 	}
 }
 
@@ -96,7 +106,8 @@ func TestProductsCreateReplacesNegativeEntry(t *testing.T) {
 	if created.ID != next || created.ID <= 1000 {
 		t.Errorf("created id: got %d, want %d (> 1000)", created.ID, next)
 	}
-	if want := (repo.Product{ID: created.ID, Name: in.Name, PriceCents: in.PriceCents}); created != want {
+	checkFresh(t, created.UpdatedAt)
+	if want := (repo.Product{ID: created.ID, Name: in.Name, PriceCents: in.PriceCents, UpdatedAt: created.UpdatedAt}); created != want {
 		t.Errorf("Create: got %+v, want %+v", created, want)
 	}
 	if got := queryInt(t, pool, `SELECT stock FROM products WHERE id = $1`, created.ID); got != int64(in.Stock) {
@@ -123,11 +134,12 @@ func TestProductsUpdate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := repo.Product{ID: id, Name: tt.in.Name, PriceCents: tt.in.PriceCents}
 			got, err := products.Update(testCtx(t), id, tt.in)
 			if err != nil {
 				t.Fatalf("Update(%d, %+v): %v", id, tt.in, err)
 			}
+			checkFresh(t, got.UpdatedAt)
+			want := repo.Product{ID: id, Name: tt.in.Name, PriceCents: tt.in.PriceCents, UpdatedAt: got.UpdatedAt}
 			if got != want {
 				t.Errorf("Update: got %+v, want %+v", got, want)
 			}

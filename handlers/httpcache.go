@@ -1,0 +1,134 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/repo"
+)
+
+// HTTPCache is the freshness policy product reads announce to browsers and
+// CDNs (RFC 9111, RFC 5861). It is the stampede protection one tier out: a
+// CDN that honours stale-while-revalidate sends one revalidation for a hot
+// product however many clients ask, and answers them all from its copy.
+// The zero value announces nothing cacheable (no-store).
+type HTTPCache struct {
+	Enabled bool
+	// MaxAge is how long a copy is fresh (the cache's soft TTL).
+	MaxAge time.Duration
+	// StaleWhileRevalidate is how long after MaxAge a copy may still be
+	// served while one request revalidates it (hard TTL − soft TTL).
+	StaleWhileRevalidate time.Duration
+	// StaleIfError is how long after MaxAge a copy may be served when this
+	// service answers 5xx or cannot be reached.
+	StaleIfError time.Duration
+	// NotFoundMaxAge is how long a 404 may be reused (the negative TTL).
+	NotFoundMaxAge time.Duration
+}
+
+// noStore is every response's default: writes, orders, reports, errors and
+// probes must never be served from a shared cache. Product reads override it.
+func noStore(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	c.Next()
+}
+
+// found is the Cache-Control of a product that exists.
+func (h HTTPCache) found() string {
+	if !h.Enabled {
+		return "no-store"
+	}
+	return fmt.Sprintf("public, max-age=%d, stale-while-revalidate=%d, stale-if-error=%d",
+		seconds(h.MaxAge), seconds(h.StaleWhileRevalidate), seconds(h.StaleIfError))
+}
+
+// notFound is the Cache-Control of a 404: reusable briefly, never stale, so
+// a product created a moment later shows up soon.
+func (h HTTPCache) notFound() string {
+	if !h.Enabled {
+		return "no-store"
+	}
+	return fmt.Sprintf("public, max-age=%d", seconds(h.NotFoundMaxAge))
+}
+
+func seconds(d time.Duration) int64 { return int64(max(0, d/time.Second)) }
+
+// setValidators sets what a client needs to revalidate p: its ETag, its
+// Last-Modified, and the Age of the copy we serve, so a downstream cache
+// counts its freshness from when PostgreSQL was read, not from now.
+func setValidators(c *gin.Context, p repo.Product, f repo.Freshness) {
+	c.Header("ETag", p.ETag())
+	if !p.UpdatedAt.IsZero() {
+		c.Header("Last-Modified", p.UpdatedAt.UTC().Format(http.TimeFormat))
+	}
+	if age := seconds(f.Age); age > 0 {
+		c.Header("Age", strconv.FormatInt(age, 10))
+	}
+}
+
+// notModified evaluates If-None-Match, or If-Modified-Since when there is
+// no If-None-Match (RFC 9110 §13.2.2), against the current representation.
+func notModified(r *http.Request, etag string, lastModified time.Time) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		for _, t := range splitETags(inm) {
+			// If-None-Match uses the weak comparison: W/ is ignored.
+			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return true
+			}
+		}
+		return false
+	}
+	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
+	if err != nil || lastModified.IsZero() {
+		return false
+	}
+	return !lastModified.Truncate(time.Second).After(ims)
+}
+
+// ifMatch returns the If-Match list of a write, or nil when the header is
+// absent (an unconditional write).
+func ifMatch(r *http.Request) ([]string, error) {
+	v := r.Header.Values("If-Match")
+	if len(v) == 0 {
+		return nil, nil
+	}
+	tags := splitETags(strings.Join(v, ","))
+	if len(tags) == 0 {
+		return nil, badRequest(`If-Match must be "*" or a list of ETags`)
+	}
+	return tags, nil
+}
+
+// splitETags splits a comma-separated list of entity tags. A comma can
+// appear inside a quoted tag, so it walks the quotes instead of splitting.
+func splitETags(s string) []string {
+	var tags []string
+	for {
+		s = strings.TrimLeft(s, " \t,")
+		if s == "" {
+			return tags
+		}
+		if s[0] == '*' {
+			tags, s = append(tags, "*"), s[1:]
+			continue
+		}
+		start := 0
+		if strings.HasPrefix(s, "W/") {
+			start = 2
+		}
+		if len(s) <= start || s[start] != '"' {
+			return tags // not an entity tag: ignore the rest
+		}
+		end := strings.IndexByte(s[start+1:], '"')
+		if end < 0 {
+			return tags
+		}
+		end += start + 2
+		tags, s = append(tags, s[:end]), s[end:]
+	}
+}
