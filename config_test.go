@@ -24,6 +24,12 @@ var configErrorCases = []struct {
 	wantValue string
 }{
 	{"unknown cache mode", map[string]string{"CACHE_MODE": "bogus"}, "CACHE_MODE", "bogus"},
+	{"zero instances", map[string]string{"EXPECTED_INSTANCES": "0"}, "EXPECTED_INSTANCES", "0"},
+	{"negative headroom", map[string]string{"DB_CONNS_HEADROOM": "-1"}, "DB_CONNS_HEADROOM", "-1"},
+	{"strict sizing not a bool", map[string]string{"STRICT_POOL_SIZING": "maybe"}, "STRICT_POOL_SIZING", "maybe"},
+	{"http cache not a bool", map[string]string{"HTTP_CACHE": "sometimes"}, "HTTP_CACHE", "sometimes"},
+	{"max-age not a duration", map[string]string{"HTTP_MAX_AGE": "30"}, "HTTP_MAX_AGE", "30"},
+	{"negative stale-if-error", map[string]string{"HTTP_STALE_IF_ERROR": "-1m"}, "HTTP_STALE_IF_ERROR", "-1m"},
 	{"duration not a duration", map[string]string{"LOCK_TTL": "abc"}, "LOCK_TTL", "abc"},
 	{"negative duration", map[string]string{"LOCK_TTL": "-1s"}, "LOCK_TTL", "-1s"},
 	{"negative pool size", map[string]string{"DB_MAIN_MAX_CONNS": "-3"}, "DB_MAIN_MAX_CONNS", "-3"},
@@ -75,6 +81,13 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"DB_MAIN_MAX_CONNS", c.MainMaxConns, 20},
 		{"TRUSTED_PROXIES", len(c.TrustedProxies), 0},
 		{"HOT_KEYS", len(c.HotKeys), 0},
+		{"EXPECTED_INSTANCES", c.ExpectedInstances, 1},
+		{"DB_CONNS_HEADROOM", c.PoolHeadroom, 10},
+		{"STRICT_POOL_SIZING", c.StrictPoolSizing, false},
+		{"HTTP_CACHE", c.HTTPCache.Enabled, true},
+		{"HTTP_MAX_AGE", c.HTTPCache.MaxAge, 30 * time.Second},
+		{"HTTP_STALE_WHILE_REVALIDATE", c.HTTPCache.StaleWhileRevalidate, 570 * time.Second},
+		{"HTTP_STALE_IF_ERROR", c.HTTPCache.StaleIfError, 10 * time.Minute},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
