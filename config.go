@@ -26,6 +26,7 @@ type config struct {
 	LockFailFast    bool // LOCK_WAITER=fail
 	DrainDelay      time.Duration
 	L1TTL           time.Duration
+	L1Tracking      bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
 	HTTPCache       handlers.HTTPCache // Cache-Control of product reads
 	L1Size          int
 	XFetchBeta      float64
@@ -74,6 +75,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
 		L1TTL:             p.durationOrZero("L1_TTL", time.Second),
 		L1Size:            p.positive("L1_SIZE", 10_000),
+		L1Tracking:        p.oneOf("L1_INVALIDATION", "pubsub", "pubsub", "tracking") == "tracking",
 		XFetchBeta:        p.float("XFETCH_BETA", 1),
 		HotKeyCopies:      p.positive("HOT_KEY_COPIES", 1),
 		RateLimit:         p.str("RATE_LIMIT", "100-S"),

@@ -24,6 +24,7 @@ var configErrorCases = []struct {
 	wantValue string
 }{
 	{"unknown cache mode", map[string]string{"CACHE_MODE": "bogus"}, "CACHE_MODE", "bogus"},
+	{"unknown L1 invalidation", map[string]string{"L1_INVALIDATION": "gossip"}, "L1_INVALIDATION", "gossip"},
 	{"zero instances", map[string]string{"EXPECTED_INSTANCES": "0"}, "EXPECTED_INSTANCES", "0"},
 	{"negative headroom", map[string]string{"DB_CONNS_HEADROOM": "-1"}, "DB_CONNS_HEADROOM", "-1"},
 	{"strict sizing not a bool", map[string]string{"STRICT_POOL_SIZING": "maybe"}, "STRICT_POOL_SIZING", "maybe"},
@@ -81,6 +82,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"DB_MAIN_MAX_CONNS", c.MainMaxConns, 20},
 		{"TRUSTED_PROXIES", len(c.TrustedProxies), 0},
 		{"HOT_KEYS", len(c.HotKeys), 0},
+		{"L1_INVALIDATION", c.L1Tracking, false},
 		{"EXPECTED_INSTANCES", c.ExpectedInstances, 1},
 		{"DB_CONNS_HEADROOM", c.PoolHeadroom, 10},
 		{"STRICT_POOL_SIZING", c.StrictPoolSizing, false},

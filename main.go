@@ -91,6 +91,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
 		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.AcquireTimeout + cfg.StmtTimeout, NoWatchdog: !cfg.LockWatchdog, FailFast: cfg.LockFailFast,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies,
+		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)

@@ -71,6 +71,8 @@ var (
 	descExtensions  = prometheus.NewDesc("stampede_lock_watchdog_extensions_total", "Lock extensions made by the watchdog during long loads.", nil, nil)
 	descRefreshes   = prometheus.NewDesc("stampede_cache_refreshes_total", "Background refreshes (SWR, XFetch, refresh-ahead) that took the lock.", nil, nil)
 	descCorrupt     = prometheus.NewDesc("stampede_cache_corrupt_total", "Values under a cache key that were not a valid envelope (treated as misses).", nil, nil)
+	descL1Inval     = prometheus.NewDesc("stampede_l1_invalidations_total", "Keys dropped from L1 because another write changed them (pub/sub or Redis CLIENT TRACKING).", nil, nil)
+	descL1Flushes   = prometheus.NewDesc("stampede_l1_flushes_total", "Times L1 was emptied because invalidations may have been missed (tracking connection lost or resubscribed, FLUSHDB).", nil, nil)
 	descBreaker     = prometheus.NewDesc("stampede_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open.", []string{"breaker"}, nil)
 	descPoolConns   = prometheus.NewDesc("stampede_db_pool_connections", "Pool connections by state (acquired, idle, max).", []string{"pool", "state"}, nil)
 	descPoolWaiting = prometheus.NewDesc("stampede_db_pool_waiting", "Callers waiting for a connection.", []string{"pool"}, nil)
@@ -89,7 +91,7 @@ type statsCollector struct {
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheResults, descLoads, descLoadErrors, descShared, descLock,
-		descExtensions, descRefreshes, descCorrupt, descBreaker, descPoolConns, descPoolWaiting,
+		descExtensions, descRefreshes, descCorrupt, descL1Inval, descL1Flushes, descBreaker, descPoolConns, descPoolWaiting,
 		descAcquires, descAcquireSecs, descStmtTimeout, descPoolRefused} {
 		ch <- d
 	}
@@ -118,6 +120,8 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descExtensions, st.Extensions)
 	counter(descRefreshes, st.Refreshes)
 	counter(descCorrupt, st.Corrupt)
+	counter(descL1Inval, st.L1Invalidations)
+	counter(descL1Flushes, st.L1Flushes)
 	for name, state := range s.breakers {
 		gauge(descBreaker, float64(state()), name)
 	}

@@ -160,6 +160,15 @@ func newRedis(url string) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
+// trackingOptions are the options of the connection that hears Redis's
+// CLIENT TRACKING invalidations, or nil to keep pub/sub.
+func trackingOptions(cfg config, rdb *redis.Client) *redis.Options {
+	if !cfg.L1Tracking {
+		return nil
+	}
+	return rdb.Options()
+}
+
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level)) // validated by loadConfig

@@ -2,8 +2,15 @@
 // hot key expires (cache stampede), when Redis restarts, and when a deploy
 // empties the cache. It owns the generic Redis mechanics — the entry envelope,
 // the token lock with fenced writes, single-flight, stale-while-revalidate,
-// XFetch, the in-process L1 and its pub/sub invalidation — and knows nothing
-// about what it caches.
+// XFetch, the in-process L1 and its invalidation — and knows nothing about
+// what it caches.
+//
+// L1 invalidation comes in two kinds. By default a write publishes the key
+// on a pub/sub channel, which only this package's own writes do. With
+// Config.Tracking, Redis itself reports every change to a tracked key (any
+// client's write, redis-cli included, expiry and eviction) through CLIENT
+// TRACKING in broadcast mode, and L1 is flushed whenever that report may
+// have had a gap (a lost connection, a resubscription, FLUSHDB).
 package cache
 
 import (
@@ -66,8 +73,23 @@ type Config struct {
 	L1Size     int           // default 10 000 entries
 	// Copies of each entry kept under different hash slots (1 = off).
 	Copies int
-	// Channel carries L1 invalidations; default "cache:invalidate".
+	// Channel carries L1 invalidations; default "cache:invalidate". Unused
+	// with Tracking.
 	Channel string
+	// Tracking, when set with L1 on, replaces pub/sub with Redis CLIENT
+	// TRACKING (BCAST): these options (cloned; ClientName defaults to
+	// "stampede-guard:l1-tracking") open one dedicated RESP2 connection
+	// that hears every change to a tracked key from any client, and Set
+	// and Invalidate publish nothing. Tracking is per server, so it suits
+	// one Redis server, not a Cluster, whose nodes each report only their
+	// own keys. Nil keeps pub/sub on Channel.
+	Tracking *redis.Options
+	// TrackPrefixes are the key prefixes tracked (BCAST PREFIX), e.g.
+	// "product:v1:"; Redis matches them against keys of every logical
+	// database. Empty tracks every key, which is noisy: each lock taken,
+	// extended or released ("lock:…" keys) is then a message to every
+	// instance too.
+	TrackPrefixes []string
 	// MaxRefreshes caps concurrent background refreshes; default 64.
 	MaxRefreshes int
 	// MaxDirectLoads caps this instance's concurrent loads while the Redis
@@ -123,13 +145,14 @@ var ErrAbsent = errors.New("cache: value does not exist")
 // Cache is a read-through cache over Redis. Its zero value is not usable;
 // call New, and Close when done.
 type Cache struct {
-	rdb   redis.UniversalClient
-	cfg   Config
-	log   *slog.Logger
-	now   func() time.Time
-	l1    *l1
-	group singleflight.Group
-	stats Stats
+	rdb     redis.UniversalClient
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	l1      *l1
+	tracker *tracker // nil unless L1 is invalidated by CLIENT TRACKING
+	group   singleflight.Group
+	stats   Stats
 
 	// life ends on Close; background refreshes and shared loads derive from
 	// it so shutdown stops them.
@@ -144,7 +167,8 @@ type Cache struct {
 }
 
 // New builds a Cache and, when L1 is on, subscribes to the invalidation
-// channel (waiting up to a second for Redis to confirm) and listens on it.
+// channel, or turns on tracking (waiting up to a second for Redis to confirm
+// either), and listens on it.
 func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *Cache {
 	cfg = cfg.withDefaults()
 	life, stop := context.WithCancel(context.Background())
@@ -160,6 +184,13 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 	}
 	if cfg.L1TTL > 0 {
 		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))
+		if cfg.Tracking != nil {
+			c.tracker = c.startTracking(ctx)
+			c.wg.Add(2)
+			go c.closeOnStop(c.tracker)
+			go c.listenTracking(c.tracker)
+			return c
+		}
 		sub := c.subscribe(ctx)
 		c.wg.Add(1)
 		go c.listen(sub)

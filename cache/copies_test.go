@@ -145,3 +145,42 @@ func TestCopiesStored(t *testing.T) {
 		t.Errorf("after Invalidate: got %d of entry and copies left, want 0", n)
 	}
 }
+
+// TestBaseKey: baseKey undoes copyKey and claims no other key.
+func TestBaseKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		key, base string
+		ok        bool
+	}{
+		{"p:{42#1}", "p:{42}", true},
+		{"p:{42#12}:v2", "p:{42}:v2", true},
+		{"{a#2}{b}", "{a}{b}", true},
+		{"x}{y#1}", "x}{y}", true},
+		{"plain#3", "plain", true},
+		{"a{}b#1", "a{}b", true},
+		{"open{#1", "open{", true},
+		{"p:{a#1#2}", "p:{a#1}", true},
+		{"p:{42}", "", false},
+		{"plain", "", false},
+		{"p:{42#0}", "", false},   // copies count from 1
+		{"p:{42#01}", "", false},  // strconv.Itoa writes no leading zero
+		{"p:{#1}", "", false},     // copyKey keeps the tag non-empty
+		{"p:{42#x}", "", false},   // not a number
+		{"x{ab}y#1", "", false},   // a tagged key's copy number is in its tag
+		{"lock:{p:1}", "", false}, // a lock is not a copy
+		{"p#", "", false},
+	}
+	for _, tc := range tests {
+		if base, ok := baseKey(tc.key); base != tc.base || ok != tc.ok {
+			t.Errorf("baseKey(%q): got %q, %v, want %q, %v", tc.key, base, ok, tc.base, tc.ok)
+		}
+	}
+	for _, key := range []string{"p:{42}", "p:{42}:v2", "{a}{b}", "x}{y}", "plain", "a{}b", "open{", "p:{a#1}"} {
+		for n := 1; n <= 12; n++ {
+			if base, ok := baseKey(copyKey(key, n)); base != key || !ok {
+				t.Errorf("baseKey(copyKey(%q, %d)): got %q, %v, want %q, true", key, n, base, ok, key)
+			}
+		}
+	}
+}

@@ -47,9 +47,10 @@ func (c *Cache) Invalidate(ctx context.Context, key string) error {
 }
 
 // publish announces that key changed; every instance (this one included)
-// drops its L1 entry when the message arrives.
+// drops its L1 entry when the message arrives. With tracking, Redis itself
+// announces every change, so there is nothing to publish.
 func (c *Cache) publish(ctx context.Context, key string) error {
-	if c.cfg.L1TTL <= 0 {
+	if c.cfg.L1TTL <= 0 || c.cfg.Tracking != nil {
 		return nil
 	}
 	if err := c.rdb.Publish(ctx, c.cfg.Channel, key).Err(); err != nil {
@@ -87,6 +88,7 @@ func (c *Cache) listen(sub *redis.PubSub) {
 				return
 			}
 			c.l1.remove(m.Payload)
+			c.stats.l1Invalidations.Add(1)
 		}
 	}
 }

@@ -46,3 +46,35 @@ func (c *Cache) readKey(key string) string {
 	}
 	return key
 }
+
+// baseKey undoes copyKey ("p:{42#1}" → "p:{42}"), so a change to any copy
+// drops the one L1 entry they share. ok is false for a key that copyKey
+// does not make.
+func baseKey(key string) (base string, ok bool) {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open:], '}'); end > 1 {
+			end += open
+			tag, ok := trimCopyNumber(key[open+1 : end])
+			if !ok || tag == "" { // copyKey keeps a tag non-empty
+				return "", false
+			}
+			return key[:open+1] + tag + key[end:], true
+		}
+	}
+	return trimCopyNumber(key)
+}
+
+// trimCopyNumber removes a trailing "#n", n ≥ 1 written as strconv.Itoa
+// writes it.
+func trimCopyNumber(s string) (string, bool) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 || i == len(s)-1 || s[i+1] == '0' {
+		return "", false
+	}
+	for _, r := range s[i+1:] {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+	}
+	return s[:i], true
+}

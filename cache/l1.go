@@ -55,3 +55,10 @@ func (l *l1) remove(key string) {
 		l.lru.Remove(key)
 	}
 }
+
+// purge empties L1, for when invalidations may have been missed.
+func (l *l1) purge() {
+	if l != nil {
+		l.lru.Purge()
+	}
+}

@@ -9,6 +9,7 @@ type Stats struct {
 	lockAcquired, lockContended             atomic.Int64
 	lockTimeouts, lockLost, extensions      atomic.Int64
 	refreshes, corrupt                      atomic.Int64
+	l1Invalidations, l1Flushes              atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters at one moment.
@@ -18,6 +19,10 @@ type StatsSnapshot struct {
 	LockAcquired, LockContended             int64
 	LockTimeouts, LockLost, Extensions      int64
 	Refreshes, Corrupt                      int64
+	// L1Invalidations counts keys named by invalidation messages (pub/sub
+	// or tracking); L1Flushes counts times tracking emptied L1 because
+	// invalidations may have been missed (disconnect, resubscribe, FLUSHDB).
+	L1Invalidations, L1Flushes int64
 }
 
 func (s *Stats) snapshot() StatsSnapshot {
@@ -28,5 +33,6 @@ func (s *Stats) snapshot() StatsSnapshot {
 		LockAcquired: s.lockAcquired.Load(), LockContended: s.lockContended.Load(),
 		LockTimeouts: s.lockTimeouts.Load(), LockLost: s.lockLost.Load(), Extensions: s.extensions.Load(),
 		Refreshes: s.refreshes.Load(), Corrupt: s.corrupt.Load(),
+		L1Invalidations: s.l1Invalidations.Load(), L1Flushes: s.l1Flushes.Load(),
 	}
 }

@@ -43,7 +43,11 @@ const writeThroughTimeout = 2 * time.Second
 
 // Key is the Redis key of product id. The id is a hash tag, so the entry and
 // its lock share a Redis Cluster slot.
-func Key(id int64) string { return "product:v1:{" + strconv.FormatInt(id, 10) + "}" }
+func Key(id int64) string { return KeyPrefix + "{" + strconv.FormatInt(id, 10) + "}" }
+
+// KeyPrefix starts every product key (and its hot-key copies): the prefix
+// Redis CLIENT TRACKING watches for L1 invalidation.
+const KeyPrefix = "product:v1:"
 
 // Get returns product id through the cache. An absent product is ErrNotFound
 // (and is cached negatively).

@@ -1,0 +1,157 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/db/dbtest"
+)
+
+// trackingBound is how soon after an external write every instance's L1
+// must have dropped the key. Redis sends the invalidation as it applies the
+// write, so this is one hop over loopback.
+const trackingBound = 100 * time.Millisecond
+
+// trackingCache is one instance, on a client of its own, tracking prefix
+// with a long L1 (so only an invalidation, not expiry, removes an entry).
+// It returns the Cache and its tracking connection's name, unique to it
+// because CLIENT LIST shows every client of the server.
+func trackingCache(t *testing.T, prefix string, copies int) (*Cache, string) {
+	t.Helper()
+	rdb := dbtest.NewRedis(t, redisDB)
+	opt := *rdb.Options()
+	opt.ClientName = "t" + dbtest.Unique() + ":l1-tracking"
+	cfg := Config{Mode: ModeLock, L1TTL: time.Minute, Copies: copies, Channel: "inv:" + dbtest.Unique(),
+		Tracking: &opt, TrackPrefixes: []string{prefix}}
+	c := New(context.Background(), rdb, cfg, dbtest.Logger(t))
+	t.Cleanup(c.Close)
+	return c, opt.ClientName
+}
+
+func inL1(c *Cache, key string) bool {
+	_, ok := c.l1.get(key, c.now())
+	return ok
+}
+
+// warm fetches key on each cache until it serves it from L1. A load's own
+// write comes back as an invalidation, so the first copy may not stay.
+func warm(t *testing.T, key string, cs ...*Cache) {
+	t.Helper()
+	load := func(context.Context) ([]byte, error) { return []byte("v"), nil }
+	for _, c := range cs {
+		if !eventually(2*time.Second, func() bool {
+			res, err := c.Fetch(context.Background(), key, load)
+			return err == nil && res.L1
+		}) {
+			t.Fatalf("warm %s: never served from L1", key)
+		}
+	}
+	for i, c := range cs {
+		if !inL1(c, key) {
+			t.Fatalf("warm %s: instance %d lost it before the test began", key, i)
+		}
+	}
+}
+
+// evictedWithin polls every millisecond until no cache holds key in L1 and
+// returns how long after t0 that was, failing the test past bound.
+func evictedWithin(t *testing.T, bound time.Duration, t0 time.Time, key string, cs ...*Cache) time.Duration {
+	t.Helper()
+	for time.Since(t0) <= 2*bound {
+		held := 0
+		for _, c := range cs {
+			if inL1(c, key) {
+				held++
+			}
+		}
+		if held == 0 {
+			took := time.Since(t0)
+			if took > bound {
+				t.Errorf("L1 dropped %s after %s, want within %s", key, took, bound)
+			}
+			return took
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("L1 still holds %s after %s, want dropped within %s", key, 2*bound, bound)
+	return 0
+}
+
+// redisCLI runs redis-cli against the test database.
+func redisCLI(ctx context.Context, args ...string) error {
+	path, err := exec.LookPath("redis-cli")
+	if err != nil {
+		return err
+	}
+	args = append([]string{"-u", dbtest.RedisURL(), "-n", strconv.Itoa(redisDB)}, args...)
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("redis-cli %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	if reply := strings.TrimSpace(string(out)); reply != "OK" {
+		return fmt.Errorf("redis-cli %s: got %q, want OK", strings.Join(args, " "), reply)
+	}
+	return nil
+}
+
+// TestTrackingEvictsOnExternalWrite: a write by a client that is no Cache
+// at all (go-redis, or redis-cli) drops the key from every instance's L1.
+func TestTrackingEvictsOnExternalWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	plain := dbtest.NewRedis(t, redisDB)
+	tests := []struct {
+		name string
+		set  func(key string) error
+	}{
+		{"go-redis client", func(key string) error { return plain.Set(ctx, key, "x", 0).Err() }},
+		{"redis-cli", func(key string) error { return redisCLI(ctx, "SET", key, "x") }},
+	}
+	for _, tc := range tests {
+		prefix := newTestPrefix()
+		a, _ := trackingCache(t, prefix, 1)
+		b, _ := trackingCache(t, prefix, 1)
+		c, _ := trackingCache(t, prefix, 1)
+		key := prefix + "{p:1}"
+		warm(t, key, a, b, c)
+		before := b.Stats().L1Invalidations
+		t0 := time.Now()
+		if err := tc.set(key); err != nil {
+			t.Fatalf("%s: SET: %v", tc.name, err)
+		}
+		wrote := time.Since(t0)
+		took := evictedWithin(t, trackingBound, t0, key, a, b, c)
+		t.Logf("%s: every L1 dropped the key %s after the SET began (the SET took %s)", tc.name, took, wrote)
+		if got := b.Stats().L1Invalidations; got <= before {
+			t.Errorf("%s: got L1Invalidations %d, want more than %d", tc.name, got, before)
+		}
+		if n := plain.PubSubNumSub(ctx, a.cfg.Channel).Val()[a.cfg.Channel]; n != 0 {
+			t.Errorf("%s: got %d subscribers on the pub/sub channel, want 0 with tracking", tc.name, n)
+		}
+	}
+}
+
+// TestTrackingCopyKeyEvictsBase: a write to a copy drops the entry the
+// copies share from L1.
+func TestTrackingCopyKeyEvictsBase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	plain := dbtest.NewRedis(t, redisDB)
+	prefix := newTestPrefix()
+	c, _ := trackingCache(t, prefix, 3)
+	key := prefix + "{p:1}"
+	warm(t, key, c)
+	t0 := time.Now()
+	if err := plain.Set(ctx, copyKey(key, 2), "x", 0).Err(); err != nil {
+		t.Fatalf("SET copy: %v", err)
+	}
+	took := evictedWithin(t, trackingBound, t0, key, c)
+	t.Logf("L1 dropped %s after %s for a write to its copy", key, took)
+}
+
+func newTestPrefix() string { return "t" + dbtest.Unique() + ":" }
