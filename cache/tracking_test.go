@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os/exec"
@@ -82,21 +83,44 @@ func evictedWithin(t *testing.T, bound time.Duration, t0 time.Time, key string, 
 	return 0
 }
 
-// redisCLI runs redis-cli against the test database.
-func redisCLI(ctx context.Context, args ...string) error {
+// redisCLISet sets key with redis-cli against the test database. The
+// process is started and answering (PING) before the clock starts, so the
+// time it returns covers the SET, not a process start on a busy machine.
+func redisCLISet(key string) (time.Time, error) {
 	path, err := exec.LookPath("redis-cli")
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	args = append([]string{"-u", dbtest.RedisURL(), "-n", strconv.Itoa(redisDB)}, args...)
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "-u", dbtest.RedisURL(), "-n", strconv.Itoa(redisDB))
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return fmt.Errorf("redis-cli %s: %w: %s", strings.Join(args, " "), err, out)
+		return time.Time{}, err
 	}
-	if reply := strings.TrimSpace(string(out)); reply != "OK" {
-		return fmt.Errorf("redis-cli %s: got %q, want OK", strings.Join(args, " "), reply)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return time.Time{}, err
 	}
-	return nil
+	if err := cmd.Start(); err != nil {
+		return time.Time{}, err
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	replies := bufio.NewScanner(stdout)
+	ask := func(command, want string) error {
+		if _, err := fmt.Fprintln(stdin, command); err != nil {
+			return err
+		}
+		if !replies.Scan() || strings.TrimSpace(replies.Text()) != want {
+			return fmt.Errorf("redis-cli %s: got %q (%v), want %s", command, replies.Text(), replies.Err(), want)
+		}
+		return nil
+	}
+	if err := ask("PING", "PONG"); err != nil {
+		return time.Time{}, err
+	}
+	t0 := time.Now()
+	return t0, ask("SET "+key+" x", "OK")
 }
 
 // TestTrackingEvictsOnExternalWrite: a write by a client that is no Cache
@@ -107,10 +131,12 @@ func TestTrackingEvictsOnExternalWrite(t *testing.T) {
 	plain := dbtest.NewRedis(t, redisDB)
 	tests := []struct {
 		name string
-		set  func(key string) error
+		set  func(key string) (began time.Time, err error)
 	}{
-		{"go-redis client", func(key string) error { return plain.Set(ctx, key, "x", 0).Err() }},
-		{"redis-cli", func(key string) error { return redisCLI(ctx, "SET", key, "x") }},
+		{"go-redis client", func(key string) (time.Time, error) {
+			return time.Now(), plain.Set(ctx, key, "x", 0).Err()
+		}},
+		{"redis-cli", redisCLISet},
 	}
 	for _, tc := range tests {
 		prefix := newTestPrefix()
@@ -120,8 +146,8 @@ func TestTrackingEvictsOnExternalWrite(t *testing.T) {
 		key := prefix + "{p:1}"
 		warm(t, key, a, b, c)
 		before := b.Stats().L1Invalidations
-		t0 := time.Now()
-		if err := tc.set(key); err != nil {
+		t0, err := tc.set(key)
+		if err != nil {
 			t.Fatalf("%s: SET: %v", tc.name, err)
 		}
 		wrote := time.Since(t0)

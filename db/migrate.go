@@ -18,6 +18,9 @@ import (
 // pool's request-sized statement_timeout.
 const migrationStatementTimeout = 5 * time.Minute
 
+// migrationConnectTimeout bounds one connect of the migration pool.
+const migrationConnectTimeout = 10 * time.Second
+
 // Migrate applies the pending migrations in fsys. Several instances may call
 // it at the same moment on an empty database: goose's Postgres session locker
 // holds an advisory lock for the whole run, so exactly one of them migrates
@@ -38,6 +41,9 @@ func Migrate(ctx context.Context, p *Pool, fsys fs.FS, log *slog.Logger) error {
 	cfg := p.Pool.Config()
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(migrationStatementTimeout.Milliseconds(), 10)
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * migrationStatementTimeout).Milliseconds(), 10)
+	// The pool's connect timeout is sized for requests too (a fraction of
+	// the acquire timeout); a start on a busy server must not fail on it.
+	cfg.ConnConfig.ConnectTimeout = max(cfg.ConnConfig.ConnectTimeout, migrationConnectTimeout)
 	mpool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("migrate: pool: %w", err)
