@@ -100,20 +100,26 @@ func loadConfig(getenv func(string) string) (config, error) {
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 	}
-	// What browsers and CDNs are told defaults to what the cache itself
-	// does: fresh for the soft TTL, stale up to the hard TTL.
-	c.HTTPCache = handlers.HTTPCache{
-		Enabled:              p.boolean("HTTP_CACHE", true),
-		MaxAge:               p.durationOrZero("HTTP_MAX_AGE", c.CacheSoftTTL),
-		StaleWhileRevalidate: p.durationOrZero("HTTP_STALE_WHILE_REVALIDATE", max(0, c.CacheTTL-c.CacheSoftTTL)),
-		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
-		NotFoundMaxAge:       min(c.CacheNegTTL, c.CacheSoftTTL),
-	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {
 		p.fail("CACHE_MODE", getenv("CACHE_MODE"), err.Error())
 	}
 	c.CacheMode = mode
+	// What browsers and CDNs are told defaults to what the cache itself
+	// does: in swr mode fresh for the soft TTL, then stale up to the hard
+	// TTL; in the other modes fresh until the hard TTL, never stale. Age
+	// counts from the load, so max-age must match the cache's own freshness.
+	maxAge, swr := c.CacheTTL, time.Duration(0)
+	if c.CacheMode == cache.ModeSWR {
+		maxAge, swr = c.CacheSoftTTL, max(0, c.CacheTTL-c.CacheSoftTTL)
+	}
+	c.HTTPCache = handlers.HTTPCache{
+		Enabled:              p.boolean("HTTP_CACHE", true),
+		MaxAge:               p.durationOrZero("HTTP_MAX_AGE", maxAge),
+		StaleWhileRevalidate: p.durationOrZero("HTTP_STALE_WHILE_REVALIDATE", swr),
+		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
+		NotFoundMaxAge:       min(c.CacheNegTTL, maxAge),
+	}
 	if c.RateLimit != "off" {
 		if _, err := limiter.NewRateFromFormatted(c.RateLimit); err != nil {
 			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)

@@ -27,6 +27,8 @@ func TestHTTPCacheHeaders(t *testing.T) {
 			"GET", fmt.Sprint("/products/", id), "", 200, "public, max-age=30, stale-while-revalidate=570, stale-if-error=600"},
 		{"product, configured", map[string]string{"HTTP_MAX_AGE": "5s", "HTTP_STALE_WHILE_REVALIDATE": "1m", "HTTP_STALE_IF_ERROR": "1h"},
 			"GET", fmt.Sprint("/products/", id), "", 200, "public, max-age=5, stale-while-revalidate=60, stale-if-error=3600"},
+		{"product, lock mode: fresh until the hard TTL", map[string]string{"CACHE_MODE": "lock", "CACHE_TTL": "10m"},
+			"GET", fmt.Sprint("/products/", id), "", 200, "public, max-age=600, stale-if-error=600"},
 		{"product, HTTP caching off", map[string]string{"HTTP_CACHE": "false"},
 			"GET", fmt.Sprint("/products/", id), "", 200, "no-store"},
 		{"absent product", map[string]string{"CACHE_NEGATIVE_TTL": "7s"},

@@ -113,6 +113,8 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 // STRICT_POOL_SIZING. Failing to read the limits is only a warning: the
 // check advises, the database decides.
 func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StmtTimeout)
+	defer cancel()
 	r, err := db.CheckSizing(ctx, pool, db.Sizing{
 		Instances:   cfg.ExpectedInstances,
 		PerInstance: cfg.MainMaxConns + cfg.ReportsMaxConns,

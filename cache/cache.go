@@ -86,7 +86,8 @@ type Config struct {
 	Tracking *redis.Options
 	// TrackPrefixes are the key prefixes tracked (BCAST PREFIX), e.g.
 	// "product:v1:"; Redis matches them against keys of every logical
-	// database. Empty tracks every key, which is noisy: each lock taken,
+	// database. Keys outside them bypass L1, since no invalidation would
+	// ever reach them there. Empty tracks every key, which is noisy: each lock taken,
 	// extended or released ("lock:…" keys) is then a message to every
 	// instance too.
 	TrackPrefixes []string
@@ -185,6 +186,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 	if cfg.L1TTL > 0 {
 		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))
 		if cfg.Tracking != nil {
+			c.l1.only = cfg.TrackPrefixes
 			c.tracker = c.startTracking(ctx)
 			c.wg.Add(2)
 			go c.closeOnStop(c.tracker)

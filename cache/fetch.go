@@ -50,6 +50,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 		c.stats.l1Hits.Add(1)
 		return c.result(e, Hit, now, true), nil
 	}
+	mark := c.l1.mark()
 	e, found, err := c.read(ctx, key)
 	if err != nil {
 		// Redis is down or slow: losing the cache must not lose the answer.
@@ -60,7 +61,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 		})
 	}
 	if found {
-		return c.serve(ctx, key, e, load, now), nil
+		return c.serve(ctx, key, e, load, now, mark), nil
 	}
 	switch c.cfg.Mode {
 	case ModeNaive:
@@ -81,7 +82,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 
 // serve answers from a Redis entry, starting a background refresh when the
 // entry is stale (swr) or XFetch decides to recompute early.
-func (c *Cache) serve(ctx context.Context, key string, e Entry, load LoadFunc, now time.Time) Result {
+func (c *Cache) serve(ctx context.Context, key string, e Entry, load LoadFunc, now time.Time, mark uint64) Result {
 	status := Hit
 	switch {
 	case c.cfg.Mode == ModeSWR && !now.Before(e.SoftExpiry):
@@ -93,7 +94,7 @@ func (c *Cache) serve(ctx context.Context, key string, e Entry, load LoadFunc, n
 	if status == Hit {
 		// A stale value is not promoted to L1: the next request must come
 		// back to Redis and see the refreshed one.
-		c.l1.set(key, e, now)
+		c.l1.fill(key, e, now, mark)
 	}
 	return c.result(e, status, now, false)
 }
@@ -152,6 +153,7 @@ func (c *Cache) flight(ctx context.Context, key string, fn func(context.Context)
 // loadDirect loads without any Redis lock and, if store is set, caches the
 // result unconditionally.
 func (c *Cache) loadDirect(ctx context.Context, key string, load LoadFunc, store bool) (Entry, error) {
+	mark := c.l1.mark()
 	e, ttl, err := c.runLoad(ctx, key, load)
 	if err != nil {
 		return Entry{}, err
@@ -161,7 +163,7 @@ func (c *Cache) loadDirect(ctx context.Context, key string, load LoadFunc, store
 			c.log.Warn("cache: store after load failed", "key", key, "err", err)
 		}
 	}
-	c.l1.set(key, e, c.now())
+	c.l1.fill(key, e, c.now(), mark)
 	return e, nil
 }
 

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -13,6 +16,14 @@ import (
 type l1 struct {
 	lru         *expirable.LRU[string, l1Entry]
 	ttl, negTTL time.Duration
+	// gen counts invalidations. A read path notes it before reading Redis
+	// or the database and fills L1 only if no invalidation came meanwhile:
+	// otherwise a value read just before a write could land in L1 just
+	// after that write's invalidation, and stay there for a whole TTL.
+	gen atomic.Uint64
+	// only, when set, limits L1 to keys under these prefixes: with CLIENT
+	// TRACKING nothing else would ever be invalidated.
+	only []string
 }
 
 type l1Entry struct {
@@ -40,7 +51,7 @@ func (l *l1) get(key string, now time.Time) (Entry, bool) {
 }
 
 func (l *l1) set(key string, e Entry, now time.Time) {
-	if l == nil {
+	if l == nil || len(l.only) > 0 && !slices.ContainsFunc(l.only, func(p string) bool { return strings.HasPrefix(key, p) }) {
 		return
 	}
 	le := l1Entry{entry: e, until: now.Add(l.ttl)}
@@ -52,6 +63,28 @@ func (l *l1) set(key string, e Entry, now time.Time) {
 
 func (l *l1) remove(key string) {
 	if l != nil {
+		l.gen.Add(1) // before the removal: a racing fill sees it afterwards
+		l.lru.Remove(key)
+	}
+}
+
+// mark is the invalidation count to pass to fill.
+func (l *l1) mark() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.gen.Load()
+}
+
+// fill caches what a read found, unless an invalidation came since mark.
+// The second check catches one that lands between the first and the Add;
+// dropping the entry then costs at most one miss.
+func (l *l1) fill(key string, e Entry, now time.Time, mark uint64) {
+	if l == nil || l.gen.Load() != mark {
+		return
+	}
+	l.set(key, e, now)
+	if l.gen.Load() != mark {
 		l.lru.Remove(key)
 	}
 }
@@ -59,6 +92,7 @@ func (l *l1) remove(key string) {
 // purge empties L1, for when invalidations may have been missed.
 func (l *l1) purge() {
 	if l != nil {
+		l.gen.Add(1)
 		l.lru.Purge()
 	}
 }

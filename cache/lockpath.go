@@ -32,8 +32,9 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			return c.loadCapped(ctx, key, load)
 		}
 
+		mark := c.l1.mark()
 		if e, found, err := c.read(ctx, key); err == nil && found {
-			c.l1.set(key, e, c.now())
+			c.l1.fill(key, e, c.now(), mark)
 			return e, nil
 		}
 		if c.cfg.FailFast {
@@ -79,9 +80,10 @@ func (c *Cache) obtain(ctx context.Context, key string) (*Lock, error) {
 func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
 	// Double-check: the previous holder may have stored the value between our
 	// miss and our lock.
+	mark := c.l1.mark()
 	if e, found, err := c.read(ctx, key); err == nil && found && c.now().Before(e.SoftExpiry) {
 		c.release(lock)
-		c.l1.set(key, e, c.now())
+		c.l1.fill(key, e, c.now(), mark)
 		return e, nil
 	}
 	return c.storeLoaded(ctx, key, lock, load)
@@ -94,6 +96,7 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 	if !c.cfg.NoWatchdog {
 		stopWatch = lock.Watch(ctx)
 	}
+	mark := c.l1.mark()
 	e, ttl, err := c.runLoad(ctx, key, load)
 	c.stats.extensions.Add(int64(stopWatch()))
 	if err != nil {
@@ -118,7 +121,7 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 		c.corrupt.Delete(key)
 		c.writeCopies(sctx, key, b, ttl)
 	}
-	c.l1.set(key, e, c.now())
+	c.l1.fill(key, e, c.now(), mark)
 	return e, nil
 }
 

@@ -22,7 +22,8 @@ type HTTPCache struct {
 	// MaxAge is how long a copy is fresh (the cache's soft TTL).
 	MaxAge time.Duration
 	// StaleWhileRevalidate is how long after MaxAge a copy may still be
-	// served while one request revalidates it (hard TTL − soft TTL).
+	// served while one request revalidates it (hard TTL − soft TTL); 0
+	// leaves the directive out.
 	StaleWhileRevalidate time.Duration
 	// StaleIfError is how long after MaxAge a copy may be served when this
 	// service answers 5xx or cannot be reached.
@@ -43,8 +44,14 @@ func (h HTTPCache) found() string {
 	if !h.Enabled {
 		return "no-store"
 	}
-	return fmt.Sprintf("public, max-age=%d, stale-while-revalidate=%d, stale-if-error=%d",
-		seconds(h.MaxAge), seconds(h.StaleWhileRevalidate), seconds(h.StaleIfError))
+	cc := fmt.Sprintf("public, max-age=%d", seconds(h.MaxAge))
+	if s := seconds(h.StaleWhileRevalidate); s > 0 {
+		cc += fmt.Sprintf(", stale-while-revalidate=%d", s)
+	}
+	if s := seconds(h.StaleIfError); s > 0 {
+		cc += fmt.Sprintf(", stale-if-error=%d", s)
+	}
+	return cc
 }
 
 // notFound is the Cache-Control of a 404: reusable briefly, never stale, so
