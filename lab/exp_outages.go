@@ -77,7 +77,8 @@ func (l *Lab) redisDown(ctx context.Context) *Experiment {
 	x := &Experiment{Name: "redis-down", Title: "Redis goes away, then comes back",
 		Setup: fmt.Sprintf("%d instances, CACHE_MODE=swr, Redis reached through a proxy, %s on the DB link; the Redis link "+
 			"refuses everything, %d×%d concurrent GET /products/1; then Redis returns: one GET per instance every 100 ms "+
-			"until each has answered HIT; then %d×%d concurrent GETs again", n, l.delay, n, per, n, per),
+			"until each has answered HIT and its Redis breaker reports closed (a half-open breaker admits only a few "+
+			"probes, so a burst would bypass Redis again); then %d×%d concurrent GETs again", n, l.delay, n, per, n, per),
 		Expect: fmt.Sprintf("while Redis is down every request is still answered from PostgreSQL, with at most %d×%d "+
 			"(instances × MaxDirectLoads) queries; once it is back the key is cached again and a burst costs no query", n, maxDirectLoads),
 		Columns: []string{"phase", "requests", "ok", "X-Cache", "p50", "p99", "DB queries", "Redis link attempts"}}
@@ -95,7 +96,7 @@ func (l *Lab) redisDown(ctx context.Context) *Experiment {
 			hit := map[int]bool{}
 			for len(hit) < n {
 				if time.Since(t0) > 30*time.Second {
-					recoverErr = fmt.Errorf("only %d of %d instances answered HIT within 30 s of Redis' return", len(hit), n)
+					recoverErr = fmt.Errorf("only %d of %d instances answered HIT with a closed breaker within 30 s of Redis' return", len(hit), n)
 					break
 				}
 				round := make([]Result, n)
@@ -105,7 +106,7 @@ func (l *Lab) redisDown(ctx context.Context) *Experiment {
 				}
 				wg.Wait()
 				for i, res := range round {
-					if res.XCache == "HIT" {
+					if res.XCache == "HIT" && redisBreakerClosed(ctx, c.Bases()[i]) {
 						hit[i] = true
 					}
 				}
@@ -147,4 +148,15 @@ func (l *Lab) redisDown(ctx context.Context) *Experiment {
 			"Redis back: %d/%d HIT, %d queries (want all HIT, 0)", back.Load.XCache["HIT"], back.Load.Requests, back.DBLink.Executes)
 	}
 	return x.fail(err)
+}
+
+// redisBreakerClosed reports whether the instance at base says its Redis
+// breaker is closed (stampede_breaker_state 0).
+func redisBreakerClosed(ctx context.Context, base string) bool {
+	m, err := scrape(ctx, base, "stampede_breaker_state")
+	if err != nil {
+		return false
+	}
+	state, ok := m[`stampede_breaker_state{breaker="redis"}`]
+	return ok && state == 0
 }
