@@ -60,9 +60,9 @@ type grafanaDatasource struct {
 
 var (
 	// Metric names: the app's own families and the request histogram.
-	dashMetricRe = regexp.MustCompile(`\b(stampede_[a-z_]+|http_[a-z_]+)\b`)
+	dashMetricRe = regexp.MustCompile(`\b(stampede_[a-z0-9_]+|http_[a-z0-9_]+)\b`)
 	// A selector's matchers: name{a="x", b=~"y|z"}.
-	dashSelectorRe = regexp.MustCompile(`\b((?:stampede|http)_[a-z_]+)\{([^}]*)\}`)
+	dashSelectorRe = regexp.MustCompile(`\b((?:stampede|http)_[a-z0-9_]+)\{([^}]*)\}`)
 	dashMatcherRe  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
 	// Aggregation grouping: by (a, b) / without (a).
 	dashGroupingRe = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
