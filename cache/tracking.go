@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,9 +28,46 @@ const (
 // tracker is the connection that hears Redis's CLIENT TRACKING
 // invalidations for this Cache's L1.
 type tracker struct {
-	rdb *redis.Client
-	sub *redis.PubSub
-	id  atomic.Int64 // CLIENT ID of the current tracking connection
+	rdb    *redis.Client
+	id     atomic.Int64 // CLIENT ID of the current tracking connection
+	mu     sync.Mutex   // guards sub and closed
+	sub    *redis.PubSub
+	closed bool
+}
+
+// current is the subscription the listener reads.
+func (t *tracker) current() *redis.PubSub {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sub
+}
+
+// renew abandons a connection that stopped answering: a fresh subscription
+// dials a new connection, whose OnConnect turns tracking on again. The dial
+// runs outside the lock (and on ctx, which Close ends), so Close never waits
+// for it. It reports false once the tracker is closed.
+func (t *tracker) renew(ctx context.Context) bool {
+	fresh := t.rdb.Subscribe(ctx, trackingChannel)
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		_ = fresh.Close()
+		return false
+	}
+	old := t.sub
+	t.sub = fresh
+	t.mu.Unlock()
+	_ = old.Close()
+	return true
+}
+
+func (t *tracker) close() {
+	t.mu.Lock()
+	t.closed = true
+	sub := t.sub
+	t.mu.Unlock()
+	_ = sub.Close()
+	_ = t.rdb.Close()
 }
 
 // trackingOptions clones base for the tracking client: one RESP2 connection
@@ -105,86 +143,5 @@ func (c *Cache) startTracking(ctx context.Context) *tracker {
 func (c *Cache) closeOnStop(t *tracker) {
 	defer c.wg.Done()
 	<-c.life.Done()
-	_ = t.sub.Close()
-	_ = t.rdb.Close()
-}
-
-// listenTracking applies Redis's invalidations to L1 until Close. It reads
-// with Receive rather than Channel, which hides disconnects: whenever the
-// connection is lost or (re)subscribed, changes may have gone unheard, so
-// L1 is flushed.
-func (c *Cache) listenTracking(t *tracker) {
-	defer c.wg.Done()
-	var wait time.Duration // 0 after a success: one error alone is retried at once
-	for {
-		msg, err := t.sub.Receive(c.life)
-		if c.life.Err() != nil {
-			return
-		}
-		if err != nil {
-			// go-redis also reports FLUSHDB's null payload as an error;
-			// the flush is the right answer to that too.
-			if wait == 0 {
-				c.log.Warn("cache: L1 flushed: tracking interrupted, or the database flushed", "err", err)
-			}
-			c.flushL1()
-			if !sleep(c.life, wait) {
-				return
-			}
-			wait = min(max(2*wait, trackRetryMin), trackRetryMax)
-			continue
-		}
-		wait = 0
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			c.log.Debug("cache: L1 tracking (re)subscribed, L1 flushed", "client_id", t.id.Load())
-			c.flushL1()
-		case *redis.Message:
-			c.applyInvalidation(m)
-		}
-	}
-}
-
-// applyInvalidation drops the L1 entries a tracking message names. A message
-// naming no key is Redis's answer to FLUSHDB/FLUSHALL: everything went.
-func (c *Cache) applyInvalidation(m *redis.Message) {
-	if m.Channel != trackingChannel {
-		return
-	}
-	keys := m.PayloadSlice
-	if m.Payload != "" {
-		keys = append(keys, m.Payload)
-	}
-	if len(keys) == 0 {
-		c.flushL1()
-		return
-	}
-	for _, k := range keys {
-		c.l1.remove(k)
-		if base, ok := baseKey(k); ok {
-			c.l1.remove(base)
-		}
-	}
-	c.stats.l1Invalidations.Add(int64(len(keys)))
-}
-
-// flushL1 empties L1 when invalidations may have been missed.
-func (c *Cache) flushL1() {
-	c.l1.purge()
-	c.stats.l1Flushes.Add(1)
-}
-
-// sleep waits d, or less if ctx ends first; it reports whether ctx is live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	t.close()
 }
