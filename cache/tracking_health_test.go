@@ -42,7 +42,7 @@ func TestTrackingSilentConnection(t *testing.T) {
 
 	link.SetDelay(time.Hour) // silent: nothing the client sends arrives
 	t0 := time.Now()
-	took := evictedWithin(t, 3*trackHealthEvery, t0, key, c)
+	took := evictedWithin(t, 5*trackHealthEvery, t0, key, c) // ~2 s; room for a loaded machine
 	t.Logf("silent tracking connection: L1 flushed after %s (health ping every %s)", took, trackHealthEvery)
 	if got := c.Stats().L1Flushes; got <= flushes {
 		t.Errorf("L1Flushes: got %d, want more than %d", got, flushes)
