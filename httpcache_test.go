@@ -10,34 +10,42 @@ import (
 
 // TestHTTPCacheHeaders checks what each route tells browsers and CDNs:
 // product reads carry the configured directives and validators, everything
-// else is no-store.
+// else is no-store. One app per configuration (each starts on a fresh
+// database), every request of that configuration sent to it.
 func TestHTTPCacheHeaders(t *testing.T) {
 	t.Parallel()
 	const id, absent = 951, 999951
 	forgetProducts(t, id, absent)
+	product := fmt.Sprint("/products/", id)
+	type request struct {
+		method, path, body string
+		wantStatus         int
+		wantCC             string
+	}
 	tests := []struct {
-		name       string
-		env        map[string]string
-		method     string
-		path, body string
-		wantStatus int
-		wantCC     string
+		name     string
+		env      map[string]string
+		requests []request
 	}{
-		{"product, defaults from the TTLs", map[string]string{"CACHE_SOFT_TTL": "30s", "CACHE_TTL": "10m"},
-			"GET", fmt.Sprint("/products/", id), "", 200, "public, max-age=30, stale-while-revalidate=570, stale-if-error=600"},
-		{"product, configured", map[string]string{"HTTP_MAX_AGE": "5s", "HTTP_STALE_WHILE_REVALIDATE": "1m", "HTTP_STALE_IF_ERROR": "1h"},
-			"GET", fmt.Sprint("/products/", id), "", 200, "public, max-age=5, stale-while-revalidate=60, stale-if-error=3600"},
-		{"product, lock mode: fresh until the hard TTL", map[string]string{"CACHE_MODE": "lock", "CACHE_TTL": "10m"},
-			"GET", fmt.Sprint("/products/", id), "", 200, "public, max-age=600, stale-if-error=600"},
-		{"product, HTTP caching off", map[string]string{"HTTP_CACHE": "false"},
-			"GET", fmt.Sprint("/products/", id), "", 200, "no-store"},
-		{"absent product", map[string]string{"CACHE_NEGATIVE_TTL": "7s"},
-			"GET", fmt.Sprint("/products/", absent), "", 404, "public, max-age=7"},
-		{"bad id", nil, "GET", "/products/x", "", 400, "no-store"},
-		{"list", nil, "GET", "/products?limit=2", "", 200, "no-store"},
-		{"report", nil, "GET", "/reports/top-products", "", 200, "no-store"},
-		{"write", nil, "POST", "/products", `{"name":"n","price_cents":1}`, 201, "no-store"},
-		{"order", nil, "POST", "/orders", `{"product_id":3,"quantity":1}`, 201, "no-store"},
+		{"defaults from the TTLs", map[string]string{"CACHE_SOFT_TTL": "30s", "CACHE_TTL": "10m", "CACHE_NEGATIVE_TTL": "7s"}, []request{
+			{"GET", product, "", 200, "public, max-age=30, stale-while-revalidate=570, stale-if-error=600"},
+			{"GET", fmt.Sprint("/products/", absent), "", 404, "public, max-age=7"},
+			{"GET", "/products/x", "", 400, "no-store"},
+			{"GET", "/products?limit=2", "", 200, "no-store"},
+			{"GET", "/reports/top-products", "", 200, "no-store"},
+			{"POST", "/products", `{"name":"n","price_cents":1}`, 201, "no-store"},
+			{"PUT", product, `{"name":"n","price_cents":2}`, 200, "no-store"},
+			{"POST", "/orders", `{"product_id":3,"quantity":1}`, 201, "no-store"},
+		}},
+		{"configured", map[string]string{"HTTP_MAX_AGE": "5s", "HTTP_STALE_WHILE_REVALIDATE": "1m", "HTTP_STALE_IF_ERROR": "1h"}, []request{
+			{"GET", product, "", 200, "public, max-age=5, stale-while-revalidate=60, stale-if-error=3600"},
+		}},
+		{"lock mode: fresh until the hard TTL", map[string]string{"CACHE_MODE": "lock", "CACHE_TTL": "10m"}, []request{
+			{"GET", product, "", 200, "public, max-age=600, stale-if-error=600"},
+		}},
+		{"HTTP caching off", map[string]string{"HTTP_CACHE": "false"}, []request{
+			{"GET", product, "", 200, "no-store"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,23 +55,27 @@ func TestHTTPCacheHeaders(t *testing.T) {
 				env[k] = v
 			}
 			base, _ := startApp(t, env)
-			headers := map[string]string{"Idempotency-Key": "k-" + tt.name}
-			resp, raw := call(t, tt.method, base+tt.path, headers, tt.body)
-			if resp.StatusCode != tt.wantStatus {
-				t.Fatalf("%s %s: got %d, want %d; body %s", tt.method, tt.path, resp.StatusCode, tt.wantStatus, raw)
-			}
-			if got := resp.Header.Get("Cache-Control"); got != tt.wantCC {
-				t.Errorf("Cache-Control: got %q, want %q", got, tt.wantCC)
-			}
-			if v := resp.Header.Values("Vary"); len(v) > 0 {
-				t.Errorf("Vary: got %q, want none (nothing varies by request header)", v)
-			}
-			if tt.method == "GET" && tt.wantStatus == 200 && strings.HasPrefix(tt.path, "/products/") {
+			for _, r := range tt.requests {
+				what := r.method + " " + r.path
+				resp, raw := call(t, r.method, base+r.path, map[string]string{"Idempotency-Key": "httpcache-headers-order"}, r.body)
+				if resp.StatusCode != r.wantStatus {
+					t.Errorf("%s: got %d, want %d; body %s", what, resp.StatusCode, r.wantStatus, raw)
+					continue
+				}
+				if got := resp.Header.Get("Cache-Control"); got != r.wantCC {
+					t.Errorf("%s: Cache-Control: got %q, want %q", what, got, r.wantCC)
+				}
+				if v := resp.Header.Values("Vary"); len(v) > 0 {
+					t.Errorf("%s: Vary: got %q, want none (nothing varies by request header)", what, v)
+				}
+				if r.method != "GET" || r.path != product {
+					continue
+				}
 				if resp.Header.Get("ETag") == "" {
-					t.Error("ETag missing on a product read")
+					t.Errorf("%s: ETag missing on a product read", what)
 				}
 				if _, err := http.ParseTime(resp.Header.Get("Last-Modified")); err != nil {
-					t.Errorf("Last-Modified %q: %v", resp.Header.Get("Last-Modified"), err)
+					t.Errorf("%s: Last-Modified %q: %v", what, resp.Header.Get("Last-Modified"), err)
 				}
 			}
 		})

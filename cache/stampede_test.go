@@ -41,14 +41,17 @@ func runStampede(t *testing.T, mode cache.Mode) stampedeResult {
 	caches := make([]*cache.Cache, instances)
 	admin := dbtest.NewRedis(t, redisDB)
 	for i := range caches {
-		// LockWait well above the default 2s: on a starved CI machine the
-		// holder's 300 ms load can take seconds to be stored, and a waiter
-		// giving up then proves nothing about the stampede. The load count
-		// is what this test is about.
-		caches[i] = newCache(t, dbtest.NewRedis(t, redisDB), cache.Config{Mode: mode, L1TTL: 0, LockWait: 10 * time.Second})
+		// LockWait and LockTTL well above their defaults: on a starved CI
+		// machine the holder's 300 ms load can take seconds to be stored
+		// (a CI run saw the lock expire, watchdog and all, after 5 s), and
+		// a waiter giving up or a lock expiring then proves nothing about
+		// the stampede. The load count is what this test is about; lock
+		// expiry has tests of its own.
+		caches[i] = newCache(t, dbtest.NewRedis(t, redisDB), cache.Config{
+			Mode: mode, L1TTL: 0, LockWait: 20 * time.Second, LockTTL: 30 * time.Second})
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := make(chan struct{})
 	var (
