@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/stampede-guard/api/repo"
 )
 
 // HTTPCache is the freshness policy product reads announce to browsers and
@@ -65,16 +63,16 @@ func (h HTTPCache) notFound() string {
 
 func seconds(d time.Duration) int64 { return int64(max(0, d/time.Second)) }
 
-// setValidators sets what a client needs to revalidate p: its ETag, its
-// Last-Modified, and the Age of the copy we serve, so a downstream cache
-// counts its freshness from when PostgreSQL was read, not from now.
-func setValidators(c *gin.Context, p repo.Product, f repo.Freshness) {
-	c.Header("ETag", p.ETag())
-	if !p.UpdatedAt.IsZero() {
-		c.Header("Last-Modified", p.UpdatedAt.UTC().Format(http.TimeFormat))
+// setValidators sets what a client needs to revalidate a product: its
+// ETag, its Last-Modified, and the Age of the copy we serve, so a downstream
+// cache counts its freshness from when PostgreSQL was read, not from now.
+func setValidators(c *gin.Context, etag string, updated time.Time, age time.Duration) {
+	c.Header("ETag", etag)
+	if !updated.IsZero() {
+		c.Header("Last-Modified", updated.UTC().Format(http.TimeFormat))
 	}
-	if age := seconds(f.Age); age > 0 {
-		c.Header("Age", strconv.FormatInt(age, 10))
+	if s := seconds(age); s > 0 {
+		c.Header("Age", strconv.FormatInt(s, 10))
 	}
 }
 

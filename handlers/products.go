@@ -26,14 +26,16 @@ type productStore interface {
 // Products serves /products.
 type Products struct {
 	store productStore
-	http  HTTPCache
-	log   *slog.Logger
+	// The Cache-Control of a found and of an absent product, built once
+	// from the HTTPCache policy.
+	ccFound, ccNotFound string
+	log                 *slog.Logger
 }
 
 // NewProducts builds the product handlers; hc is what product reads tell
 // browsers and CDNs about caching them.
 func NewProducts(store productStore, hc HTTPCache, log *slog.Logger) *Products {
-	return &Products{store: store, http: hc, log: log}
+	return &Products{store: store, ccFound: hc.found(), ccNotFound: hc.notFound(), log: log}
 }
 
 // productBody is the JSON of POST and PUT. Pointers tell a missing field
@@ -92,7 +94,7 @@ func (h *Products) get(c *gin.Context) {
 	switch {
 	case isNotFound(err):
 		setCacheHeaders(c, f)
-		c.Header("Cache-Control", h.http.notFound())
+		c.Header("Cache-Control", h.ccNotFound)
 		writeError(c, h.log, err)
 		return
 	case err != nil:
@@ -100,10 +102,11 @@ func (h *Products) get(c *gin.Context) {
 		return
 	}
 	setCacheHeaders(c, f)
-	c.Header("Cache-Control", h.http.found())
-	setValidators(c, p, f)
+	c.Header("Cache-Control", h.ccFound)
+	etag := p.ETag()
+	setValidators(c, etag, p.UpdatedAt, f.Age)
 	// Answered from L1 or Redis like any read: a revalidation costs no query.
-	if notModified(c.Request, p.ETag(), p.UpdatedAt) {
+	if notModified(c.Request, etag, p.UpdatedAt) {
 		c.Status(http.StatusNotModified)
 		return
 	}

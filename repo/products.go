@@ -175,8 +175,8 @@ func checkIfMatch(ctx context.Context, tx pgx.Tx, id int64, tags []string) error
 	if err != nil {
 		return err
 	}
-	if !cur.inUTC().Matches(tags) {
-		return fmt.Errorf("current version %s: %w", cur.inUTC().ETag(), ErrPreconditionFailed)
+	if cur = cur.inUTC(); !cur.Matches(tags) {
+		return fmt.Errorf("current version %s: %w", cur.ETag(), ErrPreconditionFailed)
 	}
 	return nil
 }
