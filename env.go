@@ -53,26 +53,23 @@ func (p *envParser) durationOrZero(name string, def time.Duration) time.Duration
 }
 
 func (p *envParser) positive(name string, def int) int {
-	v := strings.TrimSpace(p.getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		p.fail(name, v, "must be a positive whole number")
-		return def
-	}
-	return n
+	return p.wholeNumber(name, def, 1, "must be a positive whole number")
 }
 
 func (p *envParser) nonNegative(name string, def int) int {
+	return p.wholeNumber(name, def, 0, "must be a whole number, 0 or more")
+}
+
+// wholeNumber parses an integer of at least least; why is the message that
+// names the rule when it is broken.
+func (p *envParser) wholeNumber(name string, def, least int, why string) int {
 	v := strings.TrimSpace(p.getenv(name))
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		p.fail(name, v, "must be a whole number, 0 or more")
+	if err != nil || n < least {
+		p.fail(name, v, why)
 		return def
 	}
 	return n

@@ -193,7 +193,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 			go c.listenTracking(c.tracker)
 			return c
 		}
-		sub := c.subscribe(ctx)
+		sub := c.subscribe(ctx, rdb, cfg.Channel)
 		c.wg.Add(1)
 		go c.listen(sub)
 	}

@@ -59,15 +59,16 @@ func (c *Cache) publish(ctx context.Context, key string) error {
 	return nil
 }
 
-// subscribe joins the invalidation channel and waits (briefly) for Redis to
-// confirm, so a write published right after New returns is not missed. With
-// Redis down it gives up waiting; go-redis keeps retrying in the background.
-func (c *Cache) subscribe(ctx context.Context) *redis.PubSub {
-	sub := c.rdb.Subscribe(c.life, c.cfg.Channel)
+// subscribe joins channel on rdb and waits (briefly) for Redis to confirm,
+// so a write made right after New returns is not missed. With Redis down it
+// gives up waiting; go-redis keeps retrying in the background. Both kinds
+// of invalidation (pub/sub, tracking) start this way.
+func (c *Cache) subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) *redis.PubSub {
+	sub := rdb.Subscribe(c.life, channel)
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if _, err := sub.Receive(rctx); err != nil {
-		c.log.Warn("cache: invalidation channel not confirmed yet", "channel", c.cfg.Channel, "err", err)
+		c.log.Warn("cache: invalidation channel not confirmed yet", "channel", channel, "err", err)
 	}
 	return sub
 }

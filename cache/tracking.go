@@ -120,20 +120,11 @@ func enableTracking(ctx context.Context, cn *redis.Conn, prefixes []string) (int
 	return id, nil
 }
 
-// startTracking opens the tracking connection and waits (briefly) for Redis to
-// confirm the subscription, so a write made right after New returns is not
-// missed. With Redis down it gives up waiting; the listener keeps trying.
+// startTracking opens the tracking connection and subscribes it.
 func (c *Cache) startTracking(ctx context.Context) *tracker {
 	t := &tracker{}
 	t.rdb = redis.NewClient(trackingOptions(c.cfg.Tracking, c.cfg.TrackPrefixes, &t.id))
-	t.sub = t.rdb.Subscribe(c.life, trackingChannel)
-	rctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	if _, err := t.sub.Receive(rctx); err != nil {
-		c.log.Warn("cache: L1 tracking not confirmed yet", "err", err)
-	} else {
-		c.log.Debug("cache: L1 tracking on", "client_id", t.id.Load(), "prefixes", c.cfg.TrackPrefixes)
-	}
+	t.sub = c.subscribe(ctx, t.rdb, trackingChannel)
 	return t
 }
 

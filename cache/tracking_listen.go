@@ -29,14 +29,15 @@ func (c *Cache) listenTracking(t *tracker) {
 			return
 		}
 		var netErr net.Error
+		silent := err != nil && errors.As(err, &netErr) && netErr.Timeout()
 		switch {
-		case err != nil && errors.As(err, &netErr) && netErr.Timeout() && !pinged:
+		case silent && !pinged:
 			pinged = true
 			pctx, cancel := context.WithTimeout(c.life, trackHealthEvery)
 			_ = sub.Ping(pctx) // a failed write surfaces in the next receive
 			cancel()
 			continue
-		case err != nil && errors.As(err, &netErr) && netErr.Timeout():
+		case silent:
 			c.log.Warn("cache: L1 flushed: the tracking connection stopped answering; reconnecting")
 			c.flushL1()
 			pinged = false
