@@ -30,7 +30,7 @@ func testEnv(t *testing.T) map[string]string {
 	dbtest.NewRedis(t, redisDB) // flushes db 4 once per test binary
 	return map[string]string{
 		"DATABASE_URL": url,
-		"REDIS_URL":    "redis://127.0.0.1:6379/4",
+		"REDIS_URL":    dbtest.RedisDBURL(redisDB),
 		"L1_TTL":       "0",
 		// The limiter counts per IP in Redis db 4, shared by every app of
 		// the binary: parallel tests would share one budget.

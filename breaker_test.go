@@ -46,7 +46,7 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 	forgetProducts(t, ids...)
 
 	a := launchApp(t, map[string]string{
-		"DATABASE_URL": dbURL.String(), "REDIS_URL": "redis://127.0.0.1:6379/4",
+		"DATABASE_URL": dbURL.String(), "REDIS_URL": dbtest.RedisDBURL(redisDB),
 		"BREAKER_FAILURES": "3", "BREAKER_OPEN_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
 		"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "200ms", "L1_TTL": "0", "RATE_LIMIT": "off",
 	}, nil)

@@ -440,7 +440,7 @@ func startDashboardApp(t *testing.T, env map[string]string) string {
 		"HTTP_ADDR":    "127.0.0.1:0",
 		"ADMIN_ADDR":   "127.0.0.1:0",
 		"DATABASE_URL": dbtest.NewDatabase(t, "dash"),
-		"REDIS_URL":    "redis://127.0.0.1:6379/4",
+		"REDIS_URL":    dbtest.RedisDBURL(4),
 	}
 	dbtest.NewRedis(t, 4) // fails clearly when Redis is down
 	for k, v := range env {

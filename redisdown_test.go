@@ -17,7 +17,7 @@ import (
 // entries are cached again without a restart.
 func TestRedisDownServesFromDatabase(t *testing.T) {
 	t.Parallel()
-	link := dbtest.NewProxy(t, "127.0.0.1:6379")
+	link := dbtest.NewProxy(t, dbtest.RedisAddr())
 	env := resEnv(t, map[string]string{
 		"REDIS_URL": "redis://" + link.Addr() + "/4", "L1_TTL": "0", "RATE_LIMIT": "100-S",
 	})

@@ -20,7 +20,7 @@ func TestRedisBreaker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbtest.NewRedis(t, redisDB) // fails clearly when Redis is down
-	proxy := dbtest.NewProxy(t, "127.0.0.1:6379")
+	proxy := dbtest.NewProxy(t, dbtest.RedisAddr())
 	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: redisDB, MaxRetries: -1,
 		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })

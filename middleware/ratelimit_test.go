@@ -176,7 +176,7 @@ func TestFailoverStoreCountsPerInstance(t *testing.T) {
 			return func() (limiter.Store, error) { return nil, errors.New("redis unreachable") }
 		}},
 		{"redis link cut after the store was built", func(t *testing.T) func() (limiter.Store, error) {
-			link := dbtest.NewProxy(t, "127.0.0.1:6379")
+			link := dbtest.NewProxy(t, dbtest.RedisAddr())
 			client := redis.NewClient(&redis.Options{Addr: link.Addr(), DB: redisDB, MaxRetries: -1, DialTimeout: time.Second})
 			t.Cleanup(func() { _ = client.Close() })
 			st := redisStore(t, client, "rl-cut-"+dbtest.Unique())

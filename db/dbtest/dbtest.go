@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,26 @@ func RedisURL() string {
 		return u
 	}
 	return "redis://127.0.0.1:6379/0"
+}
+
+// RedisAddr is the host:port of RedisURL, for tests that put a proxy in
+// front of it.
+func RedisAddr() string {
+	opt, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		return "127.0.0.1:6379"
+	}
+	return opt.Addr
+}
+
+// RedisDBURL is RedisURL with its logical database set to n.
+func RedisDBURL(n int) string {
+	u, err := url.Parse(RedisURL())
+	if err != nil {
+		return RedisURL()
+	}
+	u.Path = "/" + strconv.Itoa(n)
+	return u.String()
 }
 
 // NewDatabase creates an empty database named after prefix and a random
