@@ -14,6 +14,7 @@ import (
 type config struct {
 	HTTPAddr        string
 	AdminAddr       string // "off" disables the admin listener
+	AdminAddrSet    bool   // set by the user: a busy address is an error, not a fallback
 	DatabaseURL     string
 	RedisURL        string
 	CacheMode       cache.Mode
@@ -23,7 +24,7 @@ type config struct {
 	LockTTL         time.Duration
 	LockWait        time.Duration
 	LockWatchdog    bool
-	LockFailFast    bool // LOCK_WAITER=fail
+	LockWaiter      cache.Waiter // LOCK_WAITER: wait, fail or load
 	DrainDelay      time.Duration
 	L1TTL           time.Duration
 	L1Tracking      bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
@@ -50,10 +51,14 @@ type config struct {
 	IdleTimeout       time.Duration
 	StmtTimeout       time.Duration
 	RequestTimeout    time.Duration
-	WriteTimeout      time.Duration
-	ShutdownTimeout   time.Duration
-	HotKeys           []int64
-	LogLevel          string
+	LoadTimeout       time.Duration // one shared load, from taking the lock
+	// LockCoversDeadHolder: LOCK_WAIT outlives a dead holder's LOCK_TTL
+	// plus one load, so waiters take over instead of giving up.
+	LockCoversDeadHolder bool
+	WriteTimeout         time.Duration
+	ShutdownTimeout      time.Duration
+	HotKeys              []int64
+	LogLevel             string
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -63,17 +68,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c := config{
 		HTTPAddr:          p.str("HTTP_ADDR", ":8080"),
 		AdminAddr:         p.str("ADMIN_ADDR", "127.0.0.1:8081"),
+		AdminAddrSet:      p.set("ADMIN_ADDR"),
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		CacheTTL:          p.duration("CACHE_TTL", 10*time.Minute),
-		CacheSoftTTL:      p.duration("CACHE_SOFT_TTL", 30*time.Second),
 		CacheNegTTL:       p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
-		LockTTL:           p.duration("LOCK_TTL", 5*time.Second),
-		LockWait:          p.duration("LOCK_WAIT", 2*time.Second),
 		LockWatchdog:      p.boolean("LOCK_WATCHDOG", true),
-		LockFailFast:      p.oneOf("LOCK_WAITER", "wait", "wait", "fail") == "fail",
 		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
-		L1TTL:             p.durationOrZero("L1_TTL", time.Second),
 		L1Size:            p.positive("L1_SIZE", 10_000),
 		L1Tracking:        p.oneOf("L1_INVALIDATION", "pubsub", "pubsub", "tracking") == "tracking",
 		XFetchBeta:        p.float("XFETCH_BETA", 1),
@@ -91,15 +91,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 		ExpectedInstances: p.positive("EXPECTED_INSTANCES", 1),
 		PoolHeadroom:      p.nonNegative("DB_CONNS_HEADROOM", 10),
 		StrictPoolSizing:  p.boolean("STRICT_POOL_SIZING", false),
-		AcquireTimeout:    p.duration("DB_ACQUIRE_TIMEOUT", 2*time.Second),
 		IdleTimeout:       p.duration("DB_IDLE_TIMEOUT", 30*time.Second),
-		StmtTimeout:       p.duration("DB_STATEMENT_TIMEOUT", 3*time.Second),
-		RequestTimeout:    p.duration("REQUEST_TIMEOUT", 5*time.Second),
-		WriteTimeout:      p.duration("HTTP_WRITE_TIMEOUT", 10*time.Second),
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 	}
+	c.LockWaiter, _ = cache.ParseWaiter(p.oneOf("LOCK_WAITER", "wait", "wait", "fail", "load"))
+	budget := readBudget(&p)
+	c.RequestTimeout, c.AcquireTimeout, c.StmtTimeout = budget.Request, budget.Acquire, budget.Statement
+	c.LockTTL, c.LockWait, c.WriteTimeout, c.LoadTimeout = budget.LockTTL, budget.LockWait, budget.Write, budget.Load()
+	c.LockCoversDeadHolder = budget.coversDeadHolder()
+	ttls := readTTLs(&p)
+	c.CacheTTL, c.CacheSoftTTL, c.L1TTL = ttls.Hard, ttls.Soft, ttls.L1
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {
 		p.fail("CACHE_MODE", getenv("CACHE_MODE"), err.Error())
@@ -125,36 +128,60 @@ func loadConfig(getenv func(string) string) (config, error) {
 			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)
 		}
 	}
-	if p.err != nil {
-		return config{}, p.err
+	p.errs = append(p.errs, budget.check()...)
+	p.errs = append(p.errs, ttls.check()...)
+	if err := p.err(); err != nil {
+		return config{}, err
 	}
-	return c, c.checkLayers()
+	return c, nil
 }
 
-// checkLayers enforces SPEC §2.3: every inner timeout is shorter than the one
-// outside it, so an inner failure is reported before an outer one fires.
-func (c config) checkLayers() error {
-	rules := []struct {
-		ok        bool
-		name, msg string
-	}{
-		{c.StmtTimeout < c.LockTTL, "DB_STATEMENT_TIMEOUT",
-			fmt.Sprintf("%s must be shorter than LOCK_TTL (%s), or a slow query outlives its lock", c.StmtTimeout, c.LockTTL)},
-		{c.AcquireTimeout+c.StmtTimeout <= c.RequestTimeout, "REQUEST_TIMEOUT",
-			fmt.Sprintf("%s must be at least DB_ACQUIRE_TIMEOUT + DB_STATEMENT_TIMEOUT (%s)", c.RequestTimeout, c.AcquireTimeout+c.StmtTimeout)},
-		{c.LockWait < c.RequestTimeout, "LOCK_WAIT",
-			fmt.Sprintf("%s must be shorter than REQUEST_TIMEOUT (%s)", c.LockWait, c.RequestTimeout)},
-		{c.RequestTimeout < c.WriteTimeout, "HTTP_WRITE_TIMEOUT",
-			fmt.Sprintf("%s must be longer than REQUEST_TIMEOUT (%s), or the server cuts answers the handler still writes", c.WriteTimeout, c.RequestTimeout)},
-		{c.CacheSoftTTL < c.CacheTTL, "CACHE_SOFT_TTL",
-			fmt.Sprintf("%s must be shorter than CACHE_TTL (%s), the hard expiry", c.CacheSoftTTL, c.CacheTTL)},
-		{c.L1TTL < c.CacheSoftTTL, "L1_TTL",
-			fmt.Sprintf("%s must be shorter than CACHE_SOFT_TTL (%s), or L1 hides refreshes", c.L1TTL, c.CacheSoftTTL)},
+// cacheTTLs is the freshness chain L1_TTL < CACHE_SOFT_TTL < CACHE_TTL:
+// L1 must not hide a refresh, and stale must end before the hard expiry.
+type cacheTTLs struct {
+	L1, Soft, Hard time.Duration
+	l1Set          bool
+	softSet        bool
+	hardSet        bool
+}
+
+// readTTLs reads the three TTLs; an unset one follows the ones that were
+// set (defaults 1 s, 30 s, 10 min). L1_TTL=0 turns the L1 off.
+func readTTLs(p *envParser) cacheTTLs {
+	t := cacheTTLs{l1Set: p.set("L1_TTL"), softSet: p.set("CACHE_SOFT_TTL"), hardSet: p.set("CACHE_TTL")}
+	t.L1 = p.durationOrZero("L1_TTL", time.Second)
+	t.Soft = p.duration("CACHE_SOFT_TTL", 30*time.Second)
+	t.Hard = p.duration("CACHE_TTL", 10*time.Minute)
+	if !t.softSet && t.l1Set {
+		t.Soft = max(t.Soft, 2*t.L1)
 	}
-	for _, r := range rules {
-		if !r.ok {
-			return fmt.Errorf("config: %s: %s", r.name, r.msg)
+	if !t.hardSet && (t.softSet || t.l1Set) {
+		t.Hard = max(t.Hard, 2*t.Soft)
+	}
+	if !t.softSet && t.Soft >= t.Hard {
+		t.Soft = t.Hard / 2
+	}
+	if !t.l1Set && t.L1 >= t.Soft {
+		t.L1 = t.Soft / 2
+	}
+	return t
+}
+
+func (t cacheTTLs) check() []error {
+	origin := func(set bool) string {
+		if set {
+			return "set"
 		}
+		return "derived"
 	}
-	return nil
+	var errs []error
+	if t.Soft >= t.Hard {
+		errs = append(errs, fmt.Errorf("config: CACHE_SOFT_TTL=%s (%s) must be shorter than CACHE_TTL=%s (%s): stale answers need a window before the hard expiry; change one of them",
+			t.Soft, origin(t.softSet), t.Hard, origin(t.hardSet)))
+	}
+	if t.L1 >= t.Soft {
+		errs = append(errs, fmt.Errorf("config: L1_TTL=%s (%s) must be shorter than CACHE_SOFT_TTL=%s (%s): L1 would hide refreshes; change one of them",
+			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
+	}
+	return errs
 }

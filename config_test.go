@@ -40,9 +40,11 @@ var configErrorCases = []struct {
 	{"hot key not an id", map[string]string{"HOT_KEYS": "1,x"}, "HOT_KEYS", `"x"`},
 	{"xfetch beta zero", map[string]string{"XFETCH_BETA": "0"}, "XFETCH_BETA", `"0"`},
 	{"statement outlives lock", map[string]string{"DB_STATEMENT_TIMEOUT": "10s", "LOCK_TTL": "5s"}, "DB_STATEMENT_TIMEOUT", ""},
-	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s"}, "REQUEST_TIMEOUT", ""},
-	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s"}, "LOCK_WAIT", ""},
-	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m"}, "CACHE_SOFT_TTL", ""},
+	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s", "DB_STATEMENT_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms"}, "REQUEST_TIMEOUT", ""},
+	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s", "REQUEST_TIMEOUT": "5s"}, "LOCK_WAIT", ""},
+	{"write timeout inside request", map[string]string{"REQUEST_TIMEOUT": "10s", "HTTP_WRITE_TIMEOUT": "10s"}, "HTTP_WRITE_TIMEOUT", ""},
+	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m", "CACHE_TTL": "10m"}, "CACHE_SOFT_TTL", ""},
+	{"L1 beyond soft TTL", map[string]string{"L1_TTL": "5s", "CACHE_SOFT_TTL": "5s"}, "L1_TTL", ""},
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -60,7 +62,7 @@ func TestLoadConfigErrors(t *testing.T) {
 				t.Errorf("error %q: got no %s, want the bad value", msg, tc.wantValue)
 			}
 			if strings.ContainsAny(msg, "\r\n") {
-				t.Errorf("error %q: got several lines, want one", msg)
+				t.Errorf("error %q: got several lines, want one (one mistake in the environment)", msg)
 			}
 		})
 	}

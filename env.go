@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -8,18 +9,24 @@ import (
 	"time"
 )
 
-// envParser reads variables and keeps the first error, so loadConfig reads
-// as a flat list of names and defaults.
+// envParser reads variables and collects every error, so loadConfig reads
+// as a flat list of names and defaults and a user fixes all mistakes in one
+// go rather than one restart each.
 type envParser struct {
 	getenv func(string) string
-	err    error
+	errs   []error
 }
 
 func (p *envParser) fail(name, value, why string) {
-	if p.err == nil {
-		p.err = fmt.Errorf("config: %s=%q: %s", name, value, why)
-	}
+	p.errs = append(p.errs, fmt.Errorf("config: %s=%q: %s", name, value, why))
 }
+
+// err is every mistake found, one per line, or nil.
+func (p *envParser) err() error { return errors.Join(p.errs...) }
+
+// set reports whether the user gave name a value; derived defaults follow
+// only the values that were set.
+func (p *envParser) set(name string) bool { return strings.TrimSpace(p.getenv(name)) != "" }
 
 func (p *envParser) str(name, def string) string {
 	if v := strings.TrimSpace(p.getenv(name)); v != "" {
@@ -29,9 +36,14 @@ func (p *envParser) str(name, def string) string {
 }
 
 func (p *envParser) duration(name string, def time.Duration) time.Duration {
-	d := p.durationOrZero(name, def)
-	if d == 0 && p.getenv(name) != "" {
-		p.fail(name, p.getenv(name), "must be a positive duration such as 300ms or 5s")
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		p.fail(name, v, "must be a positive duration such as 300ms or 5s")
+		return def
 	}
 	return d
 }

@@ -45,6 +45,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	log := newLogger(stdout, cfg.LogLevel)
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
+	// Bind first: a busy port fails in milliseconds, not after the
+	// database connect and migrations.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	defer ln.Close() // no-op once Serve has taken it; frees it on early errors
 
 	// ---- Database: two pools, so reports can never starve checkout ----------
 	mainPool, err := db.Open(ctx, poolConfig(cfg, "main", cfg.MainMaxConns, log))
@@ -83,13 +90,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 
 	// ---- Cache and repositories -------------------------------------------
-	// A load may take one pool acquire plus one statement (within the
-	// request deadline, checked at start), not just LOCK_TTL: the watchdog
-	// keeps the lock for a longer load, and without it a load that outlives
-	// its lock still answers its callers (SPEC §2.1: 2 queries, not none).
+	// A load may take one pool acquire plus one statement, counted from
+	// taking the lock (the time budget, budget.go): the watchdog keeps the
+	// lock for a longer load, and without it a load that outlives its lock
+	// still answers its callers (2 queries, not none).
+	if !cfg.LockCoversDeadHolder {
+		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
+			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
+	}
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
-		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.AcquireTimeout + cfg.StmtTimeout, NoWatchdog: !cfg.LockWatchdog, FailFast: cfg.LockFailFast,
+		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies,
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 	}, log)
@@ -129,17 +140,18 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
-	}
 	// ---- Admin: console, state feed, pprof (loopback by default) -------------
 	if cfg.AdminAddr != "off" {
-		stopAdmin, err := serveAdmin(cfg.AdminAddr, &admin{
-			cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log,
-		}, log)
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log}
+		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
+		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
+			// The default port is taken, most likely by another instance on
+			// this host: that must not stop this one from serving. An
+			// address the user chose still fails below.
+			log.Warn("admin: default address busy, using a free loopback port", "busy", cfg.AdminAddr)
+			stopAdmin, err = serveAdmin("127.0.0.1:0", adm, log)
+		}
 		if err != nil {
-			ln.Close()
 			return err
 		}
 		defer func() {

@@ -47,6 +47,35 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown cache mode %q (want naive, singleflight, lock, swr or xfetch)", s)
 }
 
+// Waiter is what a request does while another instance loads its key.
+type Waiter int
+
+const (
+	// WaiterWait polls the cache (backoff with jitter) until LockWait, then
+	// gives up with ErrLockTimeout.
+	WaiterWait Waiter = iota
+	// WaiterFail gives up at once with ErrLockTimeout: answer "retry soon"
+	// rather than hold a request.
+	WaiterFail
+	// WaiterLoad polls like WaiterWait and, when the wait ends, loads the
+	// value itself through the per-instance cap on direct loads: a dead or
+	// slow holder costs at most one extra query per instance, not an error.
+	WaiterLoad
+)
+
+// ParseWaiter reads "wait", "fail" or "load".
+func ParseWaiter(s string) (Waiter, error) {
+	switch s {
+	case "wait", "":
+		return WaiterWait, nil
+	case "fail":
+		return WaiterFail, nil
+	case "load":
+		return WaiterLoad, nil
+	}
+	return 0, fmt.Errorf("unknown waiter %q (want wait, fail or load)", s)
+}
+
 // ErrLockTimeout means a waiter gave up after LockWait without seeing the
 // value that another instance was loading.
 var ErrLockTimeout = errors.New("cache: timed out waiting for another load")
@@ -61,11 +90,16 @@ type Config struct {
 	NegativeTTL time.Duration // TTL of a cached "absent"; default 30 seconds
 	LockTTL     time.Duration // lock expiry; default 5 seconds
 	LockWait    time.Duration // how long a waiter polls; default 2 seconds
-	// FailFast makes a waiter give up at once (ErrLockTimeout, answered
-	// 503 + Retry-After) instead of polling for up to LockWait. Serving
-	// stale instead is what ModeSWR does before anyone waits.
-	FailFast    bool
-	LoadTimeout time.Duration // deadline of one shared load; default LockTTL
+	// Waiter says what a request does when another instance holds the
+	// lock: poll until LockWait (default), fail at once, or poll and then
+	// load the value itself. Serving stale instead is what ModeSWR does
+	// before anyone waits.
+	Waiter Waiter
+	// LoadTimeout bounds one load, counted from the moment it may start
+	// (for the lock path: once it holds the lock, so time spent waiting
+	// for a dead holder's lock to expire does not eat into it); default
+	// LockTTL.
+	LoadTimeout time.Duration
 	// NoWatchdog turns off lock extension during long loads (for the lab).
 	NoWatchdog bool
 	XFetchBeta float64       // > 1 refreshes earlier; default 1

@@ -249,13 +249,13 @@ func TestLockWaitTimeout(t *testing.T) {
 	}
 }
 
-// TestFailFastWaiter: with FailFast a request that finds another instance
+// TestFailFastWaiter: with WaiterFail a request that finds another instance
 // loading answers ErrLockTimeout at once instead of polling for LockWait.
 func TestFailFastWaiter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := dbtest.NewRedis(t, redisDB)
-	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, LockWait: 5 * time.Second, FailFast: true})
+	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, LockWait: 5 * time.Second, Waiter: cache.WaiterFail})
 	key := newPrefix() + "{p:1}"
 	held, err := cache.Obtain(ctx, rdb, "lock:"+key, 10*time.Second)
 	if err != nil {

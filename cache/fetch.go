@@ -75,7 +75,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 			return c.loadDirect(lctx, key, load, true)
 		})
 	}
-	return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
+	return c.flightFor(ctx, key, c.cfg.LockWait+c.cfg.LoadTimeout, func(lctx context.Context) (Entry, error) {
 		return c.loadLocked(lctx, key, load)
 	})
 }
@@ -121,6 +121,12 @@ func (c *Cache) result(e Entry, s Status, now time.Time, fromL1 bool) Result {
 // cancellation: a caller that gives up stops waiting, the others still get
 // the value. Close cancels it.
 func (c *Cache) flight(ctx context.Context, key string, fn func(context.Context) (Entry, error)) (Result, error) {
+	return c.flightFor(ctx, key, c.cfg.LoadTimeout, fn)
+}
+
+// flightFor is flight with the shared deadline given: the lock path's covers
+// a wait for the lock and then one whole load.
+func (c *Cache) flightFor(ctx context.Context, key string, limit time.Duration, fn func(context.Context) (Entry, error)) (Result, error) {
 	// singleflight marks every caller's result Shared, the one that ran
 	// the load included; only the others waited on someone else's load.
 	ranIt := false
@@ -130,7 +136,7 @@ func (c *Cache) flight(ctx context.Context, key string, fn func(context.Context)
 			return Entry{}, fmt.Errorf("cache fetch %s: %w", key, errClosed)
 		}
 		defer c.wg.Done()
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LoadTimeout)
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 		defer cancel()
 		stop := context.AfterFunc(c.life, cancel)
 		defer stop()

@@ -17,7 +17,8 @@ const (
 // loadLocked is the cross-instance miss path: take the Redis lock, check the
 // cache again, load, and store with a fenced write. Whoever does not get the
 // lock polls the cache with capped exponential backoff and jitter until
-// LockWait, then gives up with ErrLockTimeout.
+// LockWait, then gives up with ErrLockTimeout (or, with WaiterLoad, loads
+// the value itself).
 func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entry, error) {
 	deadline := c.now().Add(c.cfg.LockWait)
 	backoff := pollStart
@@ -37,7 +38,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			c.l1.fill(key, e, c.now(), mark)
 			return e, nil
 		}
-		if c.cfg.FailFast {
+		if c.cfg.Waiter == WaiterFail {
 			// Another instance is loading: answer "retry soon" at once
 			// rather than hold this request while it polls.
 			c.stats.lockTimeouts.Add(1)
@@ -46,6 +47,11 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		left := deadline.Sub(c.now())
 		if left <= 0 {
 			c.stats.lockTimeouts.Add(1)
+			if c.cfg.Waiter == WaiterLoad {
+				// Last resort: the holder is dead or slow. One query per
+				// instance (single-flight, direct-load cap), not an error.
+				return c.loadCapped(ctx, key, load)
+			}
 			return Entry{}, fmt.Errorf("cache fetch %s: %w after %s", key, ErrLockTimeout, c.cfg.LockWait)
 		}
 		// The last sleep is cut to the deadline: giving up when a whole
@@ -78,6 +84,10 @@ func (c *Cache) obtain(ctx context.Context, key string) (*Lock, error) {
 
 // loadHolding runs while we hold lock: double-check, load, fenced store.
 func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
+	// The load's deadline starts now, not when this caller began waiting:
+	// a waiter that took over a dead holder's lock gets a whole load.
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.LoadTimeout)
+	defer cancel()
 	// Double-check: the previous holder may have stored the value between our
 	// miss and our lock.
 	mark := c.l1.mark()
