@@ -57,6 +57,7 @@ type admin struct {
 	breakers map[string]func() gobreaker.State
 	metrics  *metrics
 	rdb      *redis.Client
+	ns       string // CACHE_NAMESPACE with its ":", or ""
 	log      *slog.Logger
 }
 
@@ -114,7 +115,7 @@ func (a *admin) lockHolders(ctx context.Context) []lockHolder {
 	var keys []string
 	var cursor uint64
 	for page := 0; page < maxScanPages && len(keys) < maxLockHolders; page++ {
-		batch, next, err := a.rdb.Scan(ctx, cursor, "lock:*", scanPage).Result()
+		batch, next, err := a.rdb.Scan(ctx, cursor, a.ns+"lock:*", scanPage).Result()
 		if err != nil {
 			a.log.Debug("admin: listing locks failed", "err", err)
 			break

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/handlers"
 	limiter "github.com/ulule/limiter/v3"
@@ -12,11 +14,15 @@ import (
 // config is everything run reads from the environment. Defaults match
 // docker-compose.yml and .env.example; only this file knows the variable names.
 type config struct {
-	HTTPAddr        string
-	AdminAddr       string // "off" disables the admin listener
-	AdminAddrSet    bool   // set by the user: a busy address is an error, not a fallback
-	DatabaseURL     string
-	RedisURL        string
+	HTTPAddr     string
+	AdminAddr    string // "off" disables the admin listener
+	AdminAddrSet bool   // set by the user: a busy address is an error, not a fallback
+	DatabaseURL  string
+	RedisURL     string
+	RedisDB      int // the logical database of REDIS_URL
+	// CacheNamespace prefixes every Redis key, lock, limit counter and
+	// channel ("<ns>:…"), keeping two apps on one Redis server apart.
+	CacheNamespace  string
 	CacheMode       cache.Mode
 	CacheTTL        time.Duration
 	CacheSoftTTL    time.Duration
@@ -71,6 +77,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		AdminAddrSet:      p.set("ADMIN_ADDR"),
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		CacheNamespace:    p.namespace("CACHE_NAMESPACE"),
 		CacheNegTTL:       p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
 		LockWatchdog:      p.boolean("LOCK_WATCHDOG", true),
 		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
@@ -95,6 +102,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+	}
+	if opt, err := redis.ParseURL(c.RedisURL); err != nil {
+		p.fail("REDIS_URL", c.RedisURL, err.Error())
+	} else {
+		c.RedisDB = opt.DB
 	}
 	c.LockWaiter, _ = cache.ParseWaiter(p.oneOf("LOCK_WAITER", "wait", "wait", "fail", "load"))
 	budget := readBudget(&p)
@@ -184,4 +196,22 @@ func (t cacheTTLs) check() []error {
 			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
 	}
 	return errs
+}
+
+// namespace is CACHE_NAMESPACE as a key prefix ("ns:"), or "".
+func (c config) namespace() string {
+	if c.CacheNamespace == "" {
+		return ""
+	}
+	return c.CacheNamespace + ":"
+}
+
+// invalidationChannel is the L1 invalidation channel. Pub/sub ignores the
+// logical database, so without a namespace the channel carries it: apps on
+// databases 12 and 13 of one server never evict each other's L1.
+func (c config) invalidationChannel() string {
+	if c.CacheNamespace != "" {
+		return c.namespace() + "cache:invalidate"
+	}
+	return fmt.Sprintf("cache:invalidate:db%d", c.RedisDB)
 }

@@ -44,6 +44,10 @@ var configErrorCases = []struct {
 	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s", "REQUEST_TIMEOUT": "5s"}, "LOCK_WAIT", ""},
 	{"write timeout inside request", map[string]string{"REQUEST_TIMEOUT": "10s", "HTTP_WRITE_TIMEOUT": "10s"}, "HTTP_WRITE_TIMEOUT", ""},
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m", "CACHE_TTL": "10m"}, "CACHE_SOFT_TTL", ""},
+	{"namespace breaks a hash tag", map[string]string{"CACHE_NAMESPACE": "a{b}"}, "CACHE_NAMESPACE", "a{b}"},
+	{"namespace is a pattern", map[string]string{"CACHE_NAMESPACE": "app*"}, "CACHE_NAMESPACE", "app*"},
+	{"redis URL not a URL", map[string]string{"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL", "http://127.0.0.1:6379"},
+	{"redis DB not a number", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/x"}, "REDIS_URL", "redis://127.0.0.1:6379/x"},
 	{"L1 beyond soft TTL", map[string]string{"L1_TTL": "5s", "CACHE_SOFT_TTL": "5s"}, "L1_TTL", ""},
 }
 
@@ -128,5 +132,31 @@ func TestRunConfigErrorStopsBeforeDatabase(t *testing.T) {
 				t.Errorf("run logged %q, want nothing (it must stop before starting anything)", out.String())
 			}
 		})
+	}
+}
+
+// TestInvalidationChannelSeparatesApps: pub/sub ignores the logical
+// database, so the channel carries it (or the namespace): apps on databases
+// 12 and 13 of one server, or in two namespaces, never hear each other.
+func TestInvalidationChannelSeparatesApps(t *testing.T) {
+	channel := func(env map[string]string) string {
+		t.Helper()
+		c, err := loadConfig(envOf(env))
+		if err != nil {
+			t.Fatalf("loadConfig(%v): %v", env, err)
+		}
+		return c.invalidationChannel()
+	}
+	pairs := [][2]map[string]string{
+		{{"REDIS_URL": "redis://127.0.0.1:6379/12"}, {"REDIS_URL": "redis://127.0.0.1:6379/13"}},
+		{{"CACHE_NAMESPACE": "shop"}, {"CACHE_NAMESPACE": "blog"}},
+	}
+	for _, p := range pairs {
+		if a, b := channel(p[0]), channel(p[1]); a == b {
+			t.Errorf("%v and %v share channel %q", p[0], p[1], a)
+		}
+	}
+	if got := channel(map[string]string{"CACHE_NAMESPACE": "shop"}); got != "shop:cache:invalidate" {
+		t.Errorf("namespaced channel %q, want shop:cache:invalidate", got)
 	}
 }

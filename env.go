@@ -160,3 +160,16 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// namespace reads a key prefix: letters, digits, '.', '_' and '-' only, so
+// it can neither break a {hash tag} nor turn into a SCAN pattern.
+func (p *envParser) namespace(name string) string {
+	v := strings.TrimSpace(p.getenv(name))
+	if len(v) > 64 || strings.TrimFunc(v, func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+	}) != "" {
+		p.fail(name, v, "must be at most 64 letters, digits, '.', '_' or '-'")
+		return ""
+	}
+	return v
+}

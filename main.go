@@ -103,6 +103,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies,
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
+		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(),
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
@@ -142,7 +143,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	// ---- Admin: console, state feed, pprof (loopback by default) -------------
 	if cfg.AdminAddr != "off" {
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log}
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
 			// The default port is taken, most likely by another instance on

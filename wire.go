@@ -42,12 +42,12 @@ func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 
 // newLimitStore counts in Redis (one budget across instances) and falls back
 // to this instance's memory while Redis is unusable.
-func newLimitStore(rdb *redis.Client, log *slog.Logger) limiter.Store {
+func newLimitStore(rdb *redis.Client, ns string, log *slog.Logger) limiter.Store {
 	// The memory store sweeps expired counters from a goroutine that only a
 	// GC finalizer stops; it lives as long as the process, which is the
 	// store's lifetime here. Without the sweep, a long Redis outage would
 	// keep one counter per client address ever seen.
-	opts := limiter.StoreOptions{Prefix: "ratelimit", MaxRetry: 1, CleanUpInterval: time.Minute}
+	opts := limiter.StoreOptions{Prefix: ns + "ratelimit", MaxRetry: 1, CleanUpInterval: time.Minute}
 	var lastLog atomic.Int64
 	return middleware.NewFailoverStore(
 		func() (limiter.Store, error) { return redisstore.NewStoreWithOptions(rdb, opts) },
@@ -71,7 +71,7 @@ func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool,
 	var lim *limiter.Limiter
 	if cfg.RateLimit != "off" {
 		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
-		lim = limiter.New(newLimitStore(rdb, log), rate)
+		lim = limiter.New(newLimitStore(rdb, cfg.namespace(), log), rate)
 	}
 	refused := func(reason, class string) func(*gin.Context) {
 		return func(*gin.Context) { m.refusedBy(reason, class) }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,8 +108,13 @@ type Config struct {
 	L1Size     int           // default 10 000 entries
 	// Copies of each entry kept under different hash slots (1 = off).
 	Copies int
-	// Channel carries L1 invalidations; default "cache:invalidate". Unused
-	// with Tracking.
+	// Namespace prefixes every Redis key and channel this cache uses
+	// (entries, copies, locks, job markers, the invalidation channel and
+	// tracking prefixes), so two apps can share one Redis server. A
+	// trailing ":" is added when missing. Callers pass keys without it.
+	Namespace string
+	// Channel carries L1 invalidations; default Namespace +
+	// "cache:invalidate". Unused with Tracking.
 	Channel string
 	// Tracking, when set with L1 on, replaces pub/sub with Redis CLIENT
 	// TRACKING (BCAST): these options (cloned; ClientName defaults to
@@ -157,8 +163,21 @@ func (c Config) withDefaults() Config {
 	if c.Copies < 1 {
 		c.Copies = 1
 	}
+	if c.Namespace != "" && !strings.HasSuffix(c.Namespace, ":") {
+		c.Namespace += ":"
+	}
 	if c.Channel == "" {
-		c.Channel = "cache:invalidate"
+		c.Channel = c.Namespace + "cache:invalidate"
+	}
+	if c.Namespace != "" {
+		prefixes := []string{c.Namespace} // "every key" means every key of this app
+		if len(c.TrackPrefixes) > 0 {
+			prefixes = make([]string, len(c.TrackPrefixes))
+			for i, p := range c.TrackPrefixes {
+				prefixes[i] = c.Namespace + p
+			}
+		}
+		c.TrackPrefixes = prefixes
 	}
 	if c.MaxRefreshes <= 0 {
 		c.MaxRefreshes = 64

@@ -45,6 +45,7 @@ type Result struct {
 // loads a cold or expiring key causes depends on the Mode; see the package
 // documentation.
 func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, error) {
+	key = c.named(key)
 	now := c.now()
 	if e, ok := c.l1.get(key, now); ok {
 		c.stats.l1Hits.Add(1)

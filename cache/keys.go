@@ -17,6 +17,18 @@ func lockKey(key string) string {
 	return "lock:{" + key + "}"
 }
 
+// lockKey is the lock of a namespaced key: the namespace stays in front
+// ("ns:product:v1:{42}" → "ns:lock:product:v1:{42}"), so every key of one
+// app starts with its namespace.
+func (c *Cache) lockKey(key string) string {
+	ns := c.cfg.Namespace
+	return ns + lockKey(strings.TrimPrefix(key, ns))
+}
+
+// named puts a caller's key in this cache's namespace; every exported
+// method that takes a key calls it first, so everything below sees one name.
+func (c *Cache) named(key string) string { return c.cfg.Namespace + key }
+
 // hasTag reports whether key has a non-empty {hash tag}.
 func hasTag(key string) bool {
 	open := strings.IndexByte(key, '{')

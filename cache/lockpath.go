@@ -72,7 +72,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 // obtain tries once to take key's lock and counts the outcome (acquired or
 // contended), for every path that loads under the lock.
 func (c *Cache) obtain(ctx context.Context, key string) (*Lock, error) {
-	lock, err := Obtain(ctx, c.rdb, lockKey(key), c.cfg.LockTTL)
+	lock, err := Obtain(ctx, c.rdb, c.lockKey(key), c.cfg.LockTTL)
 	switch {
 	case err == nil:
 		c.stats.lockAcquired.Add(1)

@@ -62,7 +62,7 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 	b := e.encode()
 	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, key, b, ttl)
-		p.Del(ctx, lockKey(key))
+		p.Del(ctx, c.lockKey(key))
 		return nil
 	})
 	if err != nil {

@@ -49,7 +49,7 @@ func (c *Cache) Warm(ctx context.Context, keys []string, loader func(key string)
 
 // StartRefreshAhead reloads the given hot keys every period (keep it below
 // the soft TTL) for as long as the Cache lives, so they never expire under
-// load. A marker key (job:<name>:ran, set NX for 90% of a period) lets one
+// load. A marker key (<namespace>job:<name>:ran, set NX for 90% of a period) lets one
 // instance per period do the work, however many run it. Close stops it.
 func (c *Cache) StartRefreshAhead(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
 	if len(keys) == 0 || !c.track() {
@@ -78,7 +78,7 @@ func (c *Cache) refreshAheadOnce(name string, period time.Duration, keys []strin
 	// same or another instance can run the next period on time; a lock
 	// lasting the whole period would still exist at the next tick and make
 	// the job skip every other run.
-	ok, err := c.rdb.SetNX(ctx, "job:"+name+":ran", "1", period*9/10).Result()
+	ok, err := c.rdb.SetNX(ctx, c.cfg.Namespace+"job:"+name+":ran", "1", period*9/10).Result()
 	if err != nil {
 		c.log.Warn("refresh-ahead: job marker failed", "job", name, "err", err)
 		return
@@ -97,6 +97,7 @@ func (c *Cache) refreshAheadOnce(name string, period time.Duration, keys []strin
 // try: ErrNotObtained means another load of it is already running), and
 // stores the result with a fenced write.
 func (c *Cache) Reload(ctx context.Context, key string, load LoadFunc) error {
+	key = c.named(key)
 	lock, err := c.obtain(ctx, key)
 	if err != nil {
 		return err
