@@ -38,7 +38,8 @@ type config struct {
 	L1Size          int
 	XFetchBeta      float64
 	HotKeyCopies    int
-	RateLimit       string // "off" or ulule format
+	TTLJitter       float64 // fraction of a TTL cut at random, so keys expire apart
+	RateLimit       string  // "off" or ulule format
 	TrustedProxies  []string
 	ShedMaxWaiting  int
 	LimitCritical   int
@@ -85,6 +86,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		L1Tracking:        p.oneOf("L1_INVALIDATION", "pubsub", "pubsub", "tracking") == "tracking",
 		XFetchBeta:        p.float("XFETCH_BETA", 1),
 		HotKeyCopies:      p.positive("HOT_KEY_COPIES", 1),
+		TTLJitter:         p.fraction("TTL_JITTER", 0.1, 0.5),
 		RateLimit:         p.str("RATE_LIMIT", "100-S"),
 		TrustedProxies:    p.cidrs("TRUSTED_PROXIES"),
 		ShedMaxWaiting:    p.positive("SHED_MAX_WAITING", 20),

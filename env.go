@@ -173,3 +173,17 @@ func (p *envParser) namespace(name string) string {
 	}
 	return v
 }
+
+// fraction reads a number in [0, most].
+func (p *envParser) fraction(name string, def, most float64) float64 {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 0 && f <= most) {
+		p.fail(name, v, fmt.Sprintf("must be a number from 0 to %g", most))
+		return def
+	}
+	return f
+}

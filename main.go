@@ -101,7 +101,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
 		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
-		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies,
+		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(),
 	}, log)

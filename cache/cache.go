@@ -106,6 +106,10 @@ type Config struct {
 	XFetchBeta float64       // > 1 refreshes earlier; default 1
 	L1TTL      time.Duration // 0 disables the in-process cache
 	L1Size     int           // default 10 000 entries
+	// TTLJitter shortens each entry's (and each copy's) expiry by a random
+	// fraction of at most this much (0.1 = up to 10 %), so keys written
+	// together expire apart; 0 turns it off. At most 0.5.
+	TTLJitter float64
 	// Copies of each entry kept under different hash slots (1 = off).
 	Copies int
 	// Namespace prefixes every Redis key and channel this cache uses
@@ -160,6 +164,7 @@ func (c Config) withDefaults() Config {
 	if c.L1Size <= 0 {
 		c.L1Size = 10_000
 	}
+	c.TTLJitter = min(max(c.TTLJitter, 0), 0.5)
 	if c.Copies < 1 {
 		c.Copies = 1
 	}

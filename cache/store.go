@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,15 +31,35 @@ func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err err
 	return e, true, nil
 }
 
-// newEntry wraps a loaded value with its freshness facts.
+// newEntry wraps a loaded value with its freshness facts and returns its
+// Redis expiry. The expiry is jittered (TTLJitter) so keys written together
+// (a warm-up, a burst of misses) do not all expire together. Where the entry
+// is fresh until Redis drops it (absent entries, modes without SWR) its
+// freshness ends at the jittered expiry too, so XFetch aims at the real one.
 func (c *Cache) newEntry(value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
-	soft := c.lifetime(absent)
+	soft, hard := c.lifetime(absent), c.cfg.TTL
+	if absent {
+		hard = soft
+	}
+	if jittered := c.jitter(hard); soft >= hard {
+		soft, hard = jittered, jittered
+	} else {
+		hard = max(jittered, soft+(hard-soft)/2) // keep a stale window
+	}
 	e := Entry{Value: value, Absent: absent, SoftExpiry: c.now().Add(soft), Delta: delta}
 	if absent {
 		e.Value = nil // the envelope of an absent entry has no payload
-		return e, soft
 	}
-	return e, c.cfg.TTL
+	return e, hard
+}
+
+// jitter shortens ttl by a random fraction of at most TTLJitter: a
+// configured TTL stays an upper bound.
+func (c *Cache) jitter(ttl time.Duration) time.Duration {
+	if c.cfg.TTLJitter <= 0 {
+		return ttl
+	}
+	return ttl - time.Duration(rand.Float64()*c.cfg.TTLJitter*float64(ttl))
 }
 
 // lifetime is how long a new entry stays fresh. Without SWR nothing is
@@ -81,7 +102,9 @@ func (c *Cache) writeCopies(ctx context.Context, key string, b []byte, ttl time.
 	}
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for n := 1; n < c.cfg.Copies; n++ {
-			p.Set(ctx, copyKey(key, n), b, ttl)
+			// Each copy expires on its own, so a hot key's copies are not
+			// all reloaded at once; a missing copy is only a miss.
+			p.Set(ctx, copyKey(key, n), b, c.jitter(ttl))
 		}
 		return nil
 	})
