@@ -36,11 +36,7 @@ func NewLink(target string, pg bool) (*Link, error) {
 	l := &Link{}
 	var opts netproxy.Options
 	if pg {
-		// Each connection's stream is parsed on its own: messages span chunks.
-		opts.Observe = func() func([]byte) {
-			var parser pgParser
-			return func(b []byte) { l.executes.Add(int64(parser.feed(b))) }
-		}
+		opts.Observe = netproxy.CountPGExecutes(&l.executes)
 	}
 	p, err := netproxy.New(target, opts)
 	if err != nil {

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/stampede-guard/api/netproxy"
@@ -18,4 +19,18 @@ func NewProxy(t testing.TB, target string) *netproxy.Proxy {
 	}
 	t.Cleanup(p.Close)
 	return p
+}
+
+// NewPGProxy is NewProxy to PostgreSQL that also counts the queries crossing
+// it (Execute messages), for a test that proves how many loads reached the
+// database. The counter starts at zero and includes start-up queries.
+func NewPGProxy(t testing.TB, target string) (*netproxy.Proxy, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	p, err := netproxy.New(target, netproxy.Options{Observe: netproxy.CountPGExecutes(&n)})
+	if err != nil {
+		t.Fatalf("dbtest: proxy: %v", err)
+	}
+	t.Cleanup(p.Close)
+	return p, &n
 }

@@ -1,6 +1,9 @@
-package main
+package netproxy
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // PostgreSQL frontend protocol codes of the untyped first messages.
 const (
@@ -55,4 +58,14 @@ func (p *pgParser) feed(b []byte) int {
 		p.skip = max(0, int(binary.BigEndian.Uint32(p.hdr[1:5]))-4)
 	}
 	return executes
+}
+
+// CountPGExecutes is an Options.Observe that adds to n every PostgreSQL
+// Execute message a client sends: with pgx, one per query, so a test or an
+// experiment measures on the wire how many queries reached the database.
+func CountPGExecutes(n *atomic.Int64) func() func([]byte) {
+	return func() func([]byte) {
+		var parser pgParser // one per connection: messages span chunks
+		return func(b []byte) { n.Add(int64(parser.feed(b))) }
+	}
 }
