@@ -42,7 +42,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			// Another instance is loading: answer "retry soon" at once
 			// rather than hold this request while it polls.
 			c.stats.lockTimeouts.Add(1)
-			return Entry{}, fmt.Errorf("cache fetch %s: %w (fail-fast waiters)", key, ErrLockTimeout)
+			return Entry{}, c.lockTimeout(ctx, key, "fail-fast waiters")
 		}
 		left := deadline.Sub(c.now())
 		if left <= 0 {
@@ -52,7 +52,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 				// instance (single-flight, direct-load cap), not an error.
 				return c.loadCapped(ctx, key, load)
 			}
-			return Entry{}, fmt.Errorf("cache fetch %s: %w after %s", key, ErrLockTimeout, c.cfg.LockWait)
+			return Entry{}, c.lockTimeout(ctx, key, "after "+c.cfg.LockWait.String())
 		}
 		// The last sleep is cut to the deadline: giving up when a whole
 		// backoff no longer fits would end the wait up to one backoff early
@@ -144,3 +144,26 @@ func (c *Cache) release(lock *Lock) {
 		c.log.Warn("cache: unlock failed", "key", lock.Key(), "err", err)
 	}
 }
+
+// lockTimeout is ErrLockTimeout with a retry hint: how long the holder's
+// lock still lives, after which the key is loaded again or can be taken
+// over. An unknown TTL (Redis slow, lock just released) hints the poll cap.
+func (c *Cache) lockTimeout(ctx context.Context, key, why string) error {
+	after := pollCap
+	if ttl, err := c.rdb.PTTL(ctx, c.lockKey(key)).Result(); err == nil && ttl > 0 {
+		after = ttl
+	}
+	return fmt.Errorf("cache fetch %s: %w (%s)", key, &retryError{err: ErrLockTimeout, after: after}, why)
+}
+
+// retryError is a failure that says when a retry can succeed.
+type retryError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryError) Error() string { return e.err.Error() }
+func (e *retryError) Unwrap() error { return e.err }
+
+// RetryHint is when a retry can succeed.
+func (e *retryError) RetryHint() time.Duration { return e.after }

@@ -16,7 +16,7 @@ import (
 // (it died, and its lock outlives every wait). What two instances' 50
 // waiters answer depends on Waiter: wait and fail give up with
 // ErrLockTimeout; load answers every one at the cost of at most one query
-// per instance.
+// per instance. A timeout's retry hint is the holder's lock's remaining TTL.
 func TestWaiterPolicies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -49,6 +49,12 @@ func TestWaiterPolicies(t *testing.T) {
 						ok.Add(1)
 					case errors.Is(err, cache.ErrLockTimeout):
 						timeouts.Add(1)
+						// The hint is when the dead holder's lock expires,
+						// not a constant.
+						var h interface{ RetryHint() time.Duration }
+						if !errors.As(err, &h) || h.RetryHint() < 30*time.Second || h.RetryHint() > time.Minute {
+							t.Errorf("lock timeout %v: want a retry hint of the lock's remaining TTL (≤ 1m, > 30s)", err)
+						}
 					default:
 						t.Errorf("fetch: %q, %v", r.Value, err)
 					}

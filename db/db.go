@@ -159,7 +159,9 @@ func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 		return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, ctx.Err())
 	}
 	if actx.Err() != nil && !isConnect(err) {
-		return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name, ErrAcquireTimeout, p.cfg.AcquireTimeout)
+		// The queue that kept this request waiting says when to come back.
+		return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name,
+			&retryError{err: ErrAcquireTimeout, after: p.DrainEstimate()}, p.cfg.AcquireTimeout)
 	}
 	return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, err)
 }

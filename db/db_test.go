@@ -236,3 +236,31 @@ func TestCheckSizing(t *testing.T) {
 		})
 	}
 }
+
+// TestAcquireTimeoutHintsDrainTime: a request that timed out waiting for a
+// connection is told when the queue will have drained (waiters × average
+// hold ÷ connections), not a constant.
+func TestAcquireTimeoutHintsDrainTime(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, db.Config{MaxConns: 1, AcquireTimeout: 200 * time.Millisecond})
+	sleep := func(s float64) error {
+		return pool.With(t.Context(), func(conn *pgxpool.Conn) error {
+			_, err := conn.Exec(t.Context(), "SELECT pg_sleep($1)", s)
+			return err
+		})
+	}
+	if err := sleep(1.5); err != nil { // the average hold is now 1.5 s
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() { held <- sleep(1) }()
+	time.Sleep(100 * time.Millisecond) // the only connection is taken
+	_, err := pool.Acquire(t.Context())
+	var h interface{ RetryHint() time.Duration }
+	if !errors.Is(err, db.ErrAcquireTimeout) || !errors.As(err, &h) || h.RetryHint() < 2*time.Second {
+		t.Errorf("Acquire: got %v, want ErrAcquireTimeout hinting ≥ 2s (one waiter and one holder of 1.5 s)", err)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -40,18 +41,26 @@ func Shed(q Queue, maxWaiting int64, atDoor bool, mark func(context.Context, int
 
 // Limit caps the requests of one route class in flight at once (a
 // bulkhead): the next one is refused at once with 503 instead of queueing.
+//
+// Its Retry-After is the average time a request holds a slot: with every
+// slot busy, the first one frees within about that long.
 func Limit(n int, onRefused func(*gin.Context)) gin.HandlerFunc {
 	slots := make(chan struct{}, n)
+	var hold ewma
 	return func(c *gin.Context) {
 		select {
 		case slots <- struct{}{}:
-			defer func() { <-slots }()
+			start := time.Now()
+			defer func() {
+				<-slots
+				hold.add(time.Since(start))
+			}()
 			c.Next()
 		default:
 			if onRefused != nil {
 				onRefused(c)
 			}
-			c.Header("Retry-After", "1")
+			c.Header("Retry-After", seconds(hold.get()))
 			c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "too many concurrent requests, retry later"})
 		}
 	}
@@ -60,4 +69,23 @@ func Limit(n int, onRefused func(*gin.Context)) gin.HandlerFunc {
 // seconds renders a Retry-After: whole seconds, rounded up, at least 1.
 func seconds(d time.Duration) string {
 	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
+}
+
+// ewma is a lock-free exponentially weighted moving average of durations
+// (weight 1/8): recent requests count most, one outlier little.
+type ewma struct{ nanos atomic.Int64 }
+
+func (e *ewma) get() time.Duration { return time.Duration(e.nanos.Load()) }
+
+func (e *ewma) add(d time.Duration) {
+	for {
+		old := e.nanos.Load()
+		next := int64(d)
+		if old > 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if e.nanos.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }

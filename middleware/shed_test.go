@@ -153,3 +153,33 @@ func TestLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitRetryAfterFollowsHoldTime: a refused request is told to come
+// back after about the time a request holds a slot, not a constant.
+func TestLimitRetryAfterFollowsHoldTime(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	e := gin.New()
+	e.Use(middleware.Limit(1, nil))
+	e.GET("/", func(c *gin.Context) {
+		entered <- struct{}{}
+		<-release
+		c.Status(http.StatusOK)
+	})
+	// One request holds its slot for 1.5 s: the average hold time.
+	go func() { time.Sleep(1500 * time.Millisecond); release <- struct{}{} }()
+	if code := serve(e).Code; code != http.StatusOK {
+		t.Fatalf("first request: %d", code)
+	}
+	<-entered
+	done := make(chan struct{})
+	go func() { serve(e); close(done) }()
+	<-entered
+	w := serve(e)
+	close(release)
+	<-done
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "2" {
+		t.Errorf("refused: got %d with Retry-After %q, want 503 with 2 (1.5 s held, rounded up)", w.Code, w.Header().Get("Retry-After"))
+	}
+}

@@ -13,15 +13,25 @@ import (
 // failures that mean "try again soon" become an UnavailableError carrying
 // the retry hint of whatever refused the work; a value the server rejected
 // becomes ErrInvalid. Other errors pass through.
-func unavailable(err error, fallback time.Duration) error {
-	var refused *db.RefusedError
+// retryHinter is an error that knows when a retry can succeed.
+type retryHinter interface{ RetryHint() time.Duration }
+
+// drainer estimates how long a pool's queue needs to drain: the retry hint
+// of a failure that carries none of its own.
+type drainer interface{ DrainEstimate() time.Duration }
+
+func unavailable(err error, pool drainer) error {
+	var hinted retryHinter
 	switch {
 	case err == nil:
 		return nil
 	case db.IsDataException(err):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	case errors.As(err, &refused):
-		return &UnavailableError{RetryAfter: refused.RetryAfter, Cause: err}
+	case errors.As(err, &hinted):
+		// A refusal, an acquire timeout or a lock wait that knows when a
+		// retry can succeed: a pool's drain time, a breaker's next probe, a
+		// lock's expiry.
+		return &UnavailableError{RetryAfter: hinted.RetryHint(), Cause: err}
 	case errors.Is(err, db.ErrAcquireTimeout),
 		errors.Is(err, cache.ErrLockTimeout),
 		db.IsTransient(err),
@@ -29,7 +39,7 @@ func unavailable(err error, fallback time.Duration) error {
 		// refused or reset while the breaker is still closed, a statement
 		// timeout): as temporary as a refusal, so 503 + Retry-After.
 		db.IsOutage(err):
-		return &UnavailableError{RetryAfter: fallback, Cause: err}
+		return &UnavailableError{RetryAfter: pool.DrainEstimate(), Cause: err}
 	}
 	return err
 }

@@ -82,7 +82,7 @@ func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed
 		})
 	}
 	if err != nil {
-		return Order{}, false, unavailable(fmt.Errorf("create order: %w", err), time.Second)
+		return Order{}, false, unavailable(fmt.Errorf("create order: %w", err), o.pool)
 	}
 	return order, replayed, nil
 }

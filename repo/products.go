@@ -56,7 +56,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 		return p.load(ctx, id)
 	})
 	if err != nil {
-		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), time.Second)
+		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
 	}
 	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
 	if res.Absent {
@@ -105,7 +105,7 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 		return err
 	})
 	if err != nil {
-		return Page{}, unavailable(fmt.Errorf("list products: %w", err), time.Second)
+		return Page{}, unavailable(fmt.Errorf("list products: %w", err), p.pool)
 	}
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]
@@ -126,7 +126,7 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 		).Scan(pr.fields()...)
 	})
 	if err != nil {
-		return Product{}, unavailable(fmt.Errorf("create product: %w", err), time.Second)
+		return Product{}, unavailable(fmt.Errorf("create product: %w", err), p.pool)
 	}
 	p.writeThrough(ctx, pr.ID)
 	return pr.inUTC(), nil
@@ -157,7 +157,7 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 	case errors.Is(err, pgx.ErrNoRows):
 		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
 	case err != nil:
-		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), time.Second)
+		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), p.pool)
 	}
 	p.writeThrough(ctx, pr.ID)
 	return pr.inUTC(), nil

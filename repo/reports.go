@@ -3,7 +3,6 @@ package repo
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,7 +48,7 @@ func (r *Reports) TopProducts(ctx context.Context, days, limit int) ([]TopProduc
 		})
 	})
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("top products: %w", err), 2*time.Second)
+		return nil, unavailable(fmt.Errorf("top products: %w", err), r.pool)
 	}
 	return out, nil
 }
