@@ -4,9 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-guard/api/db/dbtest"
 )
 
 // TestInstancesShareAHostOnDefaults: instances that differ only in HTTP_ADDR
@@ -78,5 +81,57 @@ func TestBusyHTTPAddrFailsFast(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("busy HTTP_ADDR reported after %s, want before any database work", took)
+	}
+}
+
+// TestReadinessWaitsForWarmUp: while HOT_KEYS are loaded (slowly, over a
+// delayed database link) the instance is alive but not ready; it turns ready
+// once they are in the cache, and the hot keys are then hits.
+func TestReadinessWaitsForWarmUp(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	dbURL, err := url.Parse(env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := dbtest.NewProxy(t, dbURL.Host)
+	dbURL.Host = link.Addr()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	env["DATABASE_URL"] = dbURL.String()
+	env["HTTP_ADDR"] = addr
+	env["HOT_KEYS"] = "901,902,903,904,905,906,907,908"
+	env["CACHE_NAMESPACE"] = "warm" + dbtest.Unique()
+	a := launchApp(t, env, nil)
+	base := "http://" + addr
+	var sawWarming bool
+	if !waitFor(listenWait, func() bool {
+		link.SetDelay(150 * time.Millisecond) // warm-up takes a while
+		resp, _, err := send(http.MethodGet, base+"/readyz", nil, "")
+		if err != nil {
+			return false
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable && len(a.logs.records("warm-up done")) == 0 {
+			if live, _, err := send(http.MethodGet, base+"/healthz", nil, ""); err == nil && live.StatusCode == http.StatusOK {
+				sawWarming = true
+			}
+		}
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("never ready\n%s", a.logs)
+	}
+	link.SetDelay(0)
+	if !sawWarming {
+		t.Errorf("never saw /readyz 503 with /healthz 200 during warm-up")
+	}
+	if len(a.logs.records("warm-up done")) != 1 {
+		t.Errorf("ready before warm-up was done")
+	}
+	if resp, _ := call(t, http.MethodGet, base+"/products/905", nil, ""); resp.Header.Get("X-Cache") != "HIT" {
+		t.Errorf("hot key after ready: X-Cache %q, want HIT", resp.Header.Get("X-Cache"))
 	}
 }
