@@ -76,7 +76,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 			return c.loadDirect(lctx, key, load, true)
 		})
 	}
-	return c.flightFor(ctx, key, c.cfg.LockWait+c.cfg.LoadTimeout, func(lctx context.Context) (Entry, error) {
+	return c.flightFor(ctx, key, c.cfg.LockWait+c.holdLimit(), func(lctx context.Context) (Entry, error) {
 		return c.loadLocked(lctx, key, load)
 	})
 }

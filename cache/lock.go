@@ -60,14 +60,38 @@ func Obtain(ctx context.Context, rdb redis.UniversalClient, key string, ttl time
 	var raw [16]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails on Linux
 	token := hex.EncodeToString(raw[:])
-	ok, err := rdb.SetNX(ctx, key, token, ttl).Result()
-	if err != nil {
+	// One round trip: the attempt, and who holds the lock if it fails, so a
+	// waiter can tell a live holder from a takeover after a crash.
+	var set *redis.BoolCmd
+	var get *redis.StringCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.SetNX(ctx, key, token, ttl)
+		get = p.Get(ctx, key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("obtain %s: %w", key, err)
 	}
-	if !ok {
-		return nil, ErrNotObtained
+	if !set.Val() {
+		return nil, &notObtained{holder: get.Val()}
 	}
 	return &Lock{rdb: rdb, key: key, token: token, ttl: ttl}, nil
+}
+
+// notObtained is ErrNotObtained naming the current holder's token ("" when
+// the lock vanished between the attempt and the read).
+type notObtained struct{ holder string }
+
+func (e *notObtained) Error() string        { return ErrNotObtained.Error() }
+func (e *notObtained) Is(target error) bool { return target == ErrNotObtained }
+
+// holderOf returns the token of the holder that err says has the lock.
+func holderOf(err error) string {
+	var n *notObtained
+	if errors.As(err, &n) {
+		return n.holder
+	}
+	return ""
 }
 
 // Key is the lock's Redis key.

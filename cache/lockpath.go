@@ -22,6 +22,7 @@ const (
 func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entry, error) {
 	deadline := c.now().Add(c.cfg.LockWait)
 	backoff := pollStart
+	holder := ""
 	for {
 		lock, err := c.obtain(ctx, key)
 		switch {
@@ -31,6 +32,15 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			// The lock tier is gone; single-flight still bounds this process.
 			c.log.Warn("cache: lock unavailable, loading without it", "key", key, "err", err)
 			return c.loadCapped(ctx, key, load)
+		}
+		if h := holderOf(err); h != "" && h != holder {
+			if holder != "" {
+				// The lock changed hands without a value: its holder died
+				// and another instance took over. Its load deserves the
+				// whole wait; the caller's deadline still bounds it.
+				deadline = c.now().Add(c.cfg.LockWait)
+			}
+			holder = h
 		}
 
 		mark := c.l1.mark()
@@ -85,8 +95,9 @@ func (c *Cache) obtain(ctx context.Context, key string) (*Lock, error) {
 // loadHolding runs while we hold lock: double-check, load, fenced store.
 func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
 	// The load's deadline starts now, not when this caller began waiting:
-	// a waiter that took over a dead holder's lock gets a whole load.
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.LoadTimeout)
+	// a waiter that took over a dead holder's lock gets a whole load, and
+	// never less than other instances' waiters wait for it.
+	ctx, cancel := context.WithTimeout(ctx, c.holdLimit())
 	defer cancel()
 	// Double-check: the previous holder may have stored the value between our
 	// miss and our lock.
@@ -167,3 +178,8 @@ func (e *retryError) Unwrap() error { return e.err }
 
 // RetryHint is when a retry can succeed.
 func (e *retryError) RetryHint() time.Duration { return e.after }
+
+// holdLimit is how long a load may run once it holds the lock: a whole
+// LoadTimeout, and at least LockWait, since other instances' waiters wait
+// that long for its value (a load cut shorter would waste their wait).
+func (c *Cache) holdLimit() time.Duration { return max(c.cfg.LoadTimeout, c.cfg.LockWait) }

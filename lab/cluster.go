@@ -263,3 +263,10 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// Kill ends the instance with SIGKILL, as a crash would: no shutdown, no
+// unlock; what it held in Redis stays until it expires.
+func (inst *Instance) Kill() {
+	_ = inst.cmd.Process.Kill()
+	<-inst.done
+}

@@ -62,6 +62,7 @@ var experiments = []experiment{
 	{"sanity", (*Lab).sanity},
 	{"cold-key", (*Lab).coldKey},
 	{"lock-ttl", (*Lab).lockTTL},
+	{"holder-crash", (*Lab).holderCrash},
 	{"swr", (*Lab).swr},
 	{"db-down", (*Lab).dbDown},
 	{"overload", (*Lab).overload},
