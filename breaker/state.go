@@ -31,6 +31,17 @@ func (s State) String() string {
 // MarshalText writes the state's name in JSON.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a state's name, for clients of the JSON feeds.
+func (s *State) UnmarshalText(b []byte) error {
+	for _, c := range []State{Closed, HalfOpen, Open} {
+		if string(b) == c.String() {
+			*s = c
+			return nil
+		}
+	}
+	return fmt.Errorf("breaker: unknown state %q", b)
+}
+
 // Snapshot is a breaker's state at one moment, for readiness, metrics and
 // the admin console.
 type Snapshot struct {
