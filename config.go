@@ -166,7 +166,7 @@ func (c config) checkLayers() error {
 // was the longest a breaker stayed open and still is; BREAKER_OPEN_MAX wins
 // when both are set. An unset BREAKER_OPEN_MIN above the cap follows it down.
 func breakerOpen(p *envParser) (minOpen, maxOpen time.Duration, deprecated bool) {
-	minOpen = p.duration("BREAKER_OPEN_MIN", 250*time.Millisecond)
+	minOpen = p.duration("BREAKER_OPEN_MIN", 375*time.Millisecond)
 	maxOpen = p.duration("BREAKER_OPEN_MAX", 30*time.Second)
 	if p.getenv("BREAKER_OPEN_MAX") == "" && p.getenv("BREAKER_OPEN_TIMEOUT") != "" {
 		maxOpen, deprecated = p.duration("BREAKER_OPEN_TIMEOUT", maxOpen), true

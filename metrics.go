@@ -75,6 +75,7 @@ var (
 	descL1Flushes   = prometheus.NewDesc("stampede_l1_flushes_total", "Times L1 was emptied because invalidations may have been missed (tracking connection lost or resubscribed, FLUSHDB).", nil, nil)
 	descBreaker     = prometheus.NewDesc("stampede_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open.", []string{"breaker"}, nil)
 	descNextProbe   = prometheus.NewDesc("stampede_breaker_next_probe_seconds", "Seconds until an open breaker's next health probe (0 when closed or while a probe runs).", []string{"breaker"}, nil)
+	descProbes      = prometheus.NewDesc("stampede_breaker_probes_total", "Health probes an open breaker ran (SELECT 1 / PING), failed or not.", []string{"breaker"}, nil)
 	descProbeFails  = prometheus.NewDesc("stampede_breaker_failed_probes", "Consecutive failed health probes since the breaker opened (each doubles the wait, up to BREAKER_OPEN_MAX).", []string{"breaker"}, nil)
 	descPoolConns   = prometheus.NewDesc("stampede_db_pool_connections", "Pool connections by state (acquired, idle, max).", []string{"pool", "state"}, nil)
 	descPoolWaiting = prometheus.NewDesc("stampede_db_pool_waiting", "Callers waiting for a connection.", []string{"pool"}, nil)
@@ -93,7 +94,7 @@ type statsCollector struct {
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheResults, descLoads, descLoadErrors, descShared, descLock,
-		descExtensions, descRefreshes, descCorrupt, descL1Inval, descL1Flushes, descBreaker, descNextProbe, descProbeFails, descPoolConns, descPoolWaiting,
+		descExtensions, descRefreshes, descCorrupt, descL1Inval, descL1Flushes, descBreaker, descNextProbe, descProbeFails, descProbes, descPoolConns, descPoolWaiting,
 		descAcquires, descAcquireSecs, descStmtTimeout, descPoolRefused} {
 		ch <- d
 	}
@@ -129,6 +130,7 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descBreaker, float64(b.State), name)
 		gauge(descNextProbe, b.NextProbeSeconds, name)
 		gauge(descProbeFails, float64(b.FailedProbes), name)
+		counter(descProbes, b.Probes, name)
 	}
 	for _, p := range s.pools {
 		ps := p.Stat()

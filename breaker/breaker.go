@@ -48,14 +48,15 @@ type Breaker struct {
 	gen          uint64 // bumped on every transition; late results of older calls are ignored
 	failures     uint32 // consecutive outage errors while closed
 	failedProbes int
+	probes       int64         // probes started, ever
 	wait         time.Duration // nominal (unjittered) wait before the next probe
 	nextProbe    time.Time     // zero unless open
 	stopTimer    func() bool   // cancels the scheduled probe
 	shut         bool          // Close was called
 
-	ctx    context.Context // cancelled by Close: ends a running probe
-	cancel context.CancelFunc
-	probes sync.WaitGroup // the scheduled or running probe
+	ctx     context.Context // cancelled by Close: ends a running probe
+	cancel  context.CancelFunc
+	running sync.WaitGroup // the scheduled or running probe
 }
 
 // New builds a closed breaker. cfg.Probe is required.
@@ -108,7 +109,7 @@ func (b *Breaker) record(gen uint64, err error) {
 }
 
 // scheduleLocked arms the next probe after a jittered b.wait. The timer's
-// callback owns one count of b.probes until it returns, or until Close
+// callback owns one count of b.running until it returns, or until Close
 // stops the timer first.
 func (b *Breaker) scheduleLocked() {
 	if b.shut {
@@ -116,9 +117,9 @@ func (b *Breaker) scheduleLocked() {
 	}
 	d := jittered(b.wait, b.cfg.Jitter, b.cfg.Rand())
 	b.nextProbe = b.cfg.Clock.Now().Add(d)
-	b.probes.Add(1)
+	b.running.Add(1)
 	b.stopTimer = b.cfg.Clock.AfterFunc(d, func() {
-		defer b.probes.Done()
+		defer b.running.Done()
 		b.probe()
 	})
 }
@@ -133,6 +134,7 @@ func (b *Breaker) probe() {
 		return
 	}
 	b.nextProbe = time.Time{}
+	b.probes++
 	b.setLocked(HalfOpen)
 	b.mu.Unlock()
 
@@ -181,12 +183,12 @@ func (b *Breaker) Close() {
 	b.mu.Lock()
 	b.shut = true
 	if b.stopTimer != nil && b.stopTimer() {
-		b.probes.Done() // the callback will never run
+		b.running.Done() // the callback will never run
 	}
 	b.stopTimer = nil
 	b.mu.Unlock()
 	b.cancel()
-	b.probes.Wait()
+	b.running.Wait()
 }
 
 // jittered shortens d by up to the fraction j (u in [0, 1)): the wait never

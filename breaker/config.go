@@ -16,7 +16,10 @@ type Config struct {
 	// default 5.
 	Failures uint32
 	// OpenMin is the wait before the first probe after opening (jittered
-	// down by up to Jitter); default 250 ms.
+	// down by up to Jitter); default 375 ms. Probes then come at about 1,
+	// 3, 7, 15… × OpenMin after opening: with 375 ms a 2 s blip ends
+	// within the third wait, so the third probe (2.1–2.6 s after opening)
+	// finds the database back, and a minute-long outage costs 7 probes.
 	OpenMin time.Duration
 	// OpenMax caps the wait, which doubles after each failed probe; default
 	// 30 seconds. OpenMin above OpenMax is lowered to it.
@@ -49,7 +52,7 @@ type Config struct {
 // Defaults of the zero Config.
 const (
 	DefaultFailures     = 5
-	DefaultOpenMin      = 250 * time.Millisecond
+	DefaultOpenMin      = 375 * time.Millisecond
 	DefaultOpenMax      = 30 * time.Second
 	DefaultJitter       = 0.2
 	DefaultProbeTimeout = time.Second

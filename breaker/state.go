@@ -56,6 +56,8 @@ type Snapshot struct {
 	FailedProbes int `json:"failed_probes"`
 	// Failures counts consecutive outage errors while closed.
 	Failures uint32 `json:"failures"`
+	// Probes counts every probe started since the breaker was built.
+	Probes int64 `json:"probes"`
 }
 
 // Snapshot reads the breaker's state.
@@ -65,7 +67,7 @@ func (b *Breaker) Snapshot() Snapshot {
 	return Snapshot{
 		Name: b.cfg.Name, State: b.state, NextProbe: b.nextProbe,
 		NextProbeSeconds: b.untilProbeLocked().Seconds(),
-		FailedProbes:     b.failedProbes, Failures: b.failures,
+		FailedProbes:     b.failedProbes, Failures: b.failures, Probes: b.probes,
 	}
 }
 

@@ -64,6 +64,7 @@ var experiments = []experiment{
 	{"lock-ttl", (*Lab).lockTTL},
 	{"swr", (*Lab).swr},
 	{"db-down", (*Lab).dbDown},
+	{"db-blip", (*Lab).dbBlip},
 	{"overload", (*Lab).overload},
 	{"redis-down", (*Lab).redisDown},
 }
