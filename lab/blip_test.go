@@ -23,7 +23,8 @@ func TestSummarizeBlip(t *testing.T) {
 		{order: false, sent: at(3600), done: at(3610), ok: true},
 	}
 	got := summarizeBlip(results, cut, back)
-	want := blipStats{requests: 8, failedInCut: 2, failedAfter: 1, readsBack: 420 * time.Millisecond, ordersBack: 260 * time.Millisecond}
+	want := blipStats{requests: 8, failedInCut: 2, failedAfter: 1, readsBack: 420 * time.Millisecond, ordersBack: 260 * time.Millisecond,
+		lastFailure: 510 * time.Millisecond}
 	if got != want {
 		t.Errorf("summarizeBlip: got %+v, want %+v", got, want)
 	}
