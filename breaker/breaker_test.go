@@ -208,20 +208,39 @@ func TestExcludedErrorsDoNotResetTheStreak(t *testing.T) {
 	}
 }
 
-// TestLateResultIgnored: a call that started before the breaker opened and
-// ends after cannot close it, nor can a call from before a recovery count
-// against the closed breaker.
+// TestLateResultIgnored: a call admitted before the breaker opened that
+// ends after cannot close it; one that ends after a recovery cannot count
+// against the newly closed breaker (its failure belongs to the outage).
 func TestLateResultIgnored(t *testing.T) {
-	r := newRig(t, breaker.Config{Failures: 1})
-	release, entered := make(chan struct{}), make(chan struct{})
-	done := make(chan error)
-	go func() { done <- r.b.Do(func() error { close(entered); <-release; return nil }) }()
-	<-entered // the slow call was admitted while closed
+	r := newRig(t, breaker.Config{Failures: 1, OpenMin: ms(100)})
+	slow := func(result error) (release func()) {
+		ch, entered, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = r.b.Do(func() error { close(entered); <-ch; return result })
+		}()
+		<-entered // admitted while closed
+		return func() { close(ch); <-done }
+	}
+
+	release := slow(nil)
 	r.trip(t)
-	close(release)
-	<-done
+	release()
 	if s := r.b.State(); s != breaker.Open {
 		t.Errorf("after a late success: got %s, want open (only the probe closes it)", s)
+	}
+
+	r.healthy.Store(true)
+	r.clock.Advance(ms(100)) // the probe closes it
+	release = slow(errDown)
+	r.trip(t)
+	r.clock.Advance(ms(100)) // closed again by the next probe
+	if s := r.b.State(); s != breaker.Closed {
+		t.Fatalf("after the second probe: got %s, want closed", s)
+	}
+	release()
+	if s := r.b.State(); s != breaker.Closed {
+		t.Errorf("after a failure from before the recovery: got %s, want closed", s)
 	}
 }
 
