@@ -40,7 +40,7 @@ type config struct {
 	BreakerFailures int
 	BreakerOpenMin  time.Duration // first probe after a breaker opens
 	BreakerOpenMax  time.Duration // cap of the doubling wait between probes
-	BreakerOpenOld  bool          // the deprecated BREAKER_OPEN_TIMEOUT was used
+	BreakerOpenOld  bool          // the deprecated BREAKER_OPEN_TIMEOUT is set
 	MainMaxConns    int
 	ReportsMaxConns int
 	// Pool sizing check at start (SPEC §2.3): instances × pools + headroom
@@ -168,8 +168,11 @@ func (c config) checkLayers() error {
 func breakerOpen(p *envParser) (minOpen, maxOpen time.Duration, deprecated bool) {
 	minOpen = p.duration("BREAKER_OPEN_MIN", 375*time.Millisecond)
 	maxOpen = p.duration("BREAKER_OPEN_MAX", 30*time.Second)
-	if p.getenv("BREAKER_OPEN_MAX") == "" && p.getenv("BREAKER_OPEN_TIMEOUT") != "" {
-		maxOpen, deprecated = p.duration("BREAKER_OPEN_TIMEOUT", maxOpen), true
+	if old := p.getenv("BREAKER_OPEN_TIMEOUT"); old != "" {
+		deprecated = true // warned at start, whether or not it takes effect
+		if p.getenv("BREAKER_OPEN_MAX") == "" {
+			maxOpen = p.duration("BREAKER_OPEN_TIMEOUT", maxOpen)
+		}
 	}
 	if minOpen > maxOpen {
 		if p.getenv("BREAKER_OPEN_MIN") != "" {

@@ -22,7 +22,7 @@ func TestBreakerOpenConfig(t *testing.T) {
 		{"defaults", nil, 375 * ms, 30 * time.Second, false, ""},
 		{"both set", map[string]string{"BREAKER_OPEN_MIN": "100ms", "BREAKER_OPEN_MAX": "10s"}, 100 * ms, 10 * time.Second, false, ""},
 		{"old name caps the backoff", map[string]string{"BREAKER_OPEN_TIMEOUT": "5s"}, 375 * ms, 5 * time.Second, true, ""},
-		{"new name wins over old", map[string]string{"BREAKER_OPEN_TIMEOUT": "5s", "BREAKER_OPEN_MAX": "20s"}, 375 * ms, 20 * time.Second, false, ""},
+		{"new name wins over old", map[string]string{"BREAKER_OPEN_TIMEOUT": "5s", "BREAKER_OPEN_MAX": "20s"}, 375 * ms, 20 * time.Second, true, ""},
 		{"old name below default min", map[string]string{"BREAKER_OPEN_TIMEOUT": "100ms"}, 100 * ms, 100 * ms, true, ""},
 		{"explicit min above max", map[string]string{"BREAKER_OPEN_MIN": "1m", "BREAKER_OPEN_MAX": "10s"}, 0, 0, false, `BREAKER_OPEN_MIN="1m"`},
 		{"max not a duration", map[string]string{"BREAKER_OPEN_MAX": "30"}, 0, 0, false, `BREAKER_OPEN_MAX="30"`},

@@ -44,7 +44,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	log := newLogger(stdout, cfg.LogLevel)
 	if cfg.BreakerOpenOld {
-		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it now sets BREAKER_OPEN_MAX, the cap of the breakers' probe backoff")
+		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
 	}
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
