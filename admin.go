@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sony/gobreaker/v2"
 
+	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/console"
 	"github.com/stampede-guard/api/db"
@@ -26,9 +26,11 @@ type adminState struct {
 	TimeMillis int64               `json:"time_ms"`
 	Cache      cache.StatsSnapshot `json:"cache"`
 	Breakers   map[string]string   `json:"breakers"`
-	Pools      []poolState         `json:"pools"`
-	Refused    map[string]int64    `json:"refused"`
-	Locks      []lockHolder        `json:"locks"`
+	// BreakerDetail adds each breaker's next probe and failed probes.
+	BreakerDetail map[string]breaker.Snapshot `json:"breaker_detail"`
+	Pools         []poolState                 `json:"pools"`
+	Refused       map[string]int64            `json:"refused"`
+	Locks         []lockHolder                `json:"locks"`
 }
 
 type poolState struct {
@@ -54,7 +56,7 @@ type lockHolder struct {
 type admin struct {
 	cache    *cache.Cache
 	pools    []*db.Pool
-	breakers map[string]func() gobreaker.State
+	breakers map[string]func() breaker.Snapshot
 	metrics  *metrics
 	rdb      *redis.Client
 	ns       string // CACHE_NAMESPACE with its ":", or ""
@@ -77,14 +79,17 @@ func (a *admin) state(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 	defer cancel()
 	st := adminState{
-		TimeMillis: time.Now().UnixMilli(),
-		Cache:      a.cache.Stats(),
-		Breakers:   map[string]string{},
-		Refused:    a.metrics.refusals(),
-		Locks:      a.lockHolders(ctx),
+		TimeMillis:    time.Now().UnixMilli(),
+		Cache:         a.cache.Stats(),
+		Breakers:      map[string]string{},
+		BreakerDetail: map[string]breaker.Snapshot{},
+		Refused:       a.metrics.refusals(),
+		Locks:         a.lockHolders(ctx),
 	}
-	for name, state := range a.breakers {
-		st.Breakers[name] = state().String()
+	for name, snapshot := range a.breakers {
+		b := snapshot()
+		st.Breakers[name] = b.State.String()
+		st.BreakerDetail[name] = b
 	}
 	for _, p := range a.pools {
 		ps := p.Stat()

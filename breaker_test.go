@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
@@ -25,8 +27,9 @@ func breakerWent(logs *logCapture, breaker, to string) bool {
 // TestBreakerDatabaseOutage cuts the link to PostgreSQL under a running
 // service: cached products are served stale, the breaker opens after a few
 // failures and then refuses at once with 503 + Retry-After instead of
-// letting every request wait for its own timeout, readiness goes down; when
-// the link returns, the breaker closes by itself, without a restart.
+// letting every request wait for its own timeout, readiness goes down, and
+// the metrics and the admin feed show the probe schedule; when the link
+// returns, the breaker's own probe closes it, without a restart.
 func TestBreakerDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	link := dbtest.NewProxy(t, "127.0.0.1:5432")
@@ -47,10 +50,18 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 
 	a := launchApp(t, map[string]string{
 		"DATABASE_URL": dbURL.String(), "REDIS_URL": dbtest.RedisDBURL(redisDB),
-		"BREAKER_FAILURES": "3", "BREAKER_OPEN_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
+		"BREAKER_FAILURES": "3", "BREAKER_OPEN_MIN": "100ms", "BREAKER_OPEN_MAX": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
 		"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "200ms", "L1_TTL": "0", "RATE_LIMIT": "off",
 	}, nil)
 	base := a.waitListening()
+	m := scrape(t, base)
+	for _, b := range []string{"postgres_main", "postgres_reports", "redis"} {
+		for _, name := range []string{"stampede_breaker_state", "stampede_breaker_next_probe_seconds", "stampede_breaker_failed_probes"} {
+			if v, ok := m[name+`{breaker="`+b+`"}`]; !ok || v != 0 {
+				t.Errorf("%s{breaker=%q} at start: got %v (present %v), want 0", name, b, v, ok)
+			}
+		}
+	}
 	warmURL := fmt.Sprintf("%s/products/%d", base, warm)
 	if got := timedGet(warmURL); got.status != http.StatusOK {
 		t.Fatalf("warm-up GET: got %d (%v), want 200", got.status, got.err)
@@ -83,6 +94,17 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 	if got := timedGet(base + "/readyz"); got.status != http.StatusServiceUnavailable {
 		t.Errorf("/readyz during the outage: got %d (%v), want 503", got.status, got.err)
 	}
+	// While it stays down the breaker probes and backs off: failed probes
+	// show in the metrics and in the admin feed, with the time to the next.
+	eventually(t, 10*time.Second, "failed probes reported", func() (bool, string) {
+		m := scrape(t, base)
+		failed := m[`stampede_breaker_failed_probes{breaker="postgres_main"}`]
+		next := m[`stampede_breaker_next_probe_seconds{breaker="postgres_main"}`]
+		return failed >= 2 && next <= 1, fmt.Sprintf("failed probes %v, next probe in %vs (cap 1s)", failed, next)
+	})
+	if d, ok := adminBreakers(t, a)["postgres_main"]; !ok || d.State.String() == "closed" || d.FailedProbes < 2 {
+		t.Errorf("admin feed during the outage: got %+v (present %v), want open or half-open with ≥ 2 failed probes", d, ok)
+	}
 
 	link.SetDown(false)
 	eventually(t, 10*time.Second, "service recovered after the database came back", func() (bool, string) {
@@ -96,4 +118,24 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 		return read.status == http.StatusOK && ready.status == http.StatusOK && closed,
 			fmt.Sprintf("read %d, /readyz %d, breaker closed logged %v", read.status, ready.status, closed)
 	})
+}
+
+// adminBreakers reads the breakers' detail from the admin state feed.
+func adminBreakers(t *testing.T, a *app) map[string]breaker.Snapshot {
+	t.Helper()
+	recs := a.logs.records("admin listening")
+	if len(recs) == 0 {
+		t.Fatal(`no "admin listening" log line`)
+	}
+	resp, body, err := send("GET", fmt.Sprintf("http://%s/api/state", recs[0]["addr"]), nil, "")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET admin state: %v, %v", resp, err)
+	}
+	var st struct {
+		Detail map[string]breaker.Snapshot `json:"breaker_detail"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("decode admin state: %v", err)
+	}
+	return st.Detail
 }

@@ -46,7 +46,9 @@ type config struct {
 	LimitNormal     int
 	LimitLow        int
 	BreakerFailures int
-	BreakerOpen     time.Duration
+	BreakerOpenMin  time.Duration // first probe after a breaker opens
+	BreakerOpenMax  time.Duration // cap of the doubling wait between probes
+	BreakerOpenOld  bool          // the deprecated BREAKER_OPEN_TIMEOUT is set
 	MainMaxConns    int
 	ReportsMaxConns int
 	// Pool sizing check at start (SPEC §2.3): instances × pools + headroom
@@ -94,7 +96,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LimitNormal:       p.positive("CONCURRENCY_NORMAL", 1024),
 		LimitLow:          p.positive("CONCURRENCY_LOW", 8),
 		BreakerFailures:   p.positive("BREAKER_FAILURES", 5),
-		BreakerOpen:       p.duration("BREAKER_OPEN_TIMEOUT", 5*time.Second),
 		MainMaxConns:      p.positive("DB_MAIN_MAX_CONNS", 20),
 		ReportsMaxConns:   p.positive("DB_REPORTS_MAX_CONNS", 4),
 		ExpectedInstances: p.positive("EXPECTED_INSTANCES", 1),
@@ -117,6 +118,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.LockCoversDeadHolder = budget.coversDeadHolder()
 	ttls := readTTLs(&p)
 	c.CacheTTL, c.CacheSoftTTL, c.L1TTL = ttls.Hard, ttls.Soft, ttls.L1
+	c.BreakerOpenMin, c.BreakerOpenMax, c.BreakerOpenOld = breakerOpen(&p)
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {
 		p.fail("CACHE_MODE", getenv("CACHE_MODE"), err.Error())
@@ -216,4 +218,26 @@ func (c config) invalidationChannel() string {
 		return c.namespace() + "cache:invalidate"
 	}
 	return fmt.Sprintf("cache:invalidate:db%d", c.RedisDB)
+}
+
+// breakerOpen reads the breakers' probe schedule. BREAKER_OPEN_TIMEOUT,
+// the fixed open time of old, is a deprecated alias of BREAKER_OPEN_MAX: it
+// was the longest a breaker stayed open and still is; BREAKER_OPEN_MAX wins
+// when both are set. An unset BREAKER_OPEN_MIN above the cap follows it down.
+func breakerOpen(p *envParser) (minOpen, maxOpen time.Duration, deprecated bool) {
+	minOpen = p.duration("BREAKER_OPEN_MIN", 375*time.Millisecond)
+	maxOpen = p.duration("BREAKER_OPEN_MAX", 30*time.Second)
+	if old := p.getenv("BREAKER_OPEN_TIMEOUT"); old != "" {
+		deprecated = true // warned at start, whether or not it takes effect
+		if p.getenv("BREAKER_OPEN_MAX") == "" {
+			maxOpen = p.duration("BREAKER_OPEN_TIMEOUT", maxOpen)
+		}
+	}
+	if minOpen > maxOpen {
+		if p.getenv("BREAKER_OPEN_MIN") != "" {
+			p.fail("BREAKER_OPEN_MIN", p.getenv("BREAKER_OPEN_MIN"), fmt.Sprintf("must not exceed BREAKER_OPEN_MAX (%s)", maxOpen))
+		}
+		minOpen = maxOpen
+	}
+	return minOpen, maxOpen, deprecated
 }

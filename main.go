@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/sony/gobreaker/v2"
 
+	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
@@ -43,6 +43,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	log := newLogger(stdout, cfg.LogLevel)
+	if cfg.BreakerOpenOld {
+		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
+	}
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	// Bind first: a busy port fails in milliseconds, not after the
@@ -79,10 +82,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	defer rdb.Close()
-	redisBreaker := cache.NewBreaker(uint32(cfg.BreakerFailures), cfg.BreakerOpen, 3, func(from, to gobreaker.State) {
-		log.Warn("breaker state", "breaker", "redis", "from", from.String(), "to", to.String())
-	})
-	rdb.AddHook(redisBreaker)
+	redisBreaker := cache.NewBreaker(rdb, breakerConfig(cfg, log)) // hooks itself into rdb
+	defer redisBreaker.Close()                                     // before rdb.Close: it probes through rdb
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		// Not fatal: the service answers from the database while Redis is
 		// away, and /readyz says so.
@@ -114,12 +115,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	health := handlers.NewHealth(time.Second,
 		handlers.Check{Name: "postgres", Ping: mainPool.Ping},
 		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.BreakerState)},
-		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(redisBreaker.State)},
+		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.Breaker)},
+		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(redisBreaker.Snapshot)},
 	)
 	pools := []*db.Pool{mainPool, reportsPool}
-	breakers := map[string]func() gobreaker.State{
-		"postgres_main": mainPool.BreakerState, "postgres_reports": reportsPool.BreakerState, "redis": redisBreaker.State,
+	breakers := map[string]func() breaker.Snapshot{
+		"postgres_main": mainPool.Breaker, "postgres_reports": reportsPool.Breaker, "redis": redisBreaker.Snapshot,
 	}
 	m := newMetrics(c, pools, breakers)
 	engine, err := newEngine(cfg, m, log)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/sony/gobreaker/v2"
 
+	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 )
@@ -23,7 +23,7 @@ type metrics struct {
 	counts map[string]int64 // refusals by "reason/class", for the console
 }
 
-func newMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() gobreaker.State) *metrics {
+func newMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() breaker.Snapshot) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -74,6 +74,9 @@ var (
 	descL1Inval     = prometheus.NewDesc("stampede_l1_invalidations_total", "Keys dropped from L1 because another write changed them (pub/sub or Redis CLIENT TRACKING).", nil, nil)
 	descL1Flushes   = prometheus.NewDesc("stampede_l1_flushes_total", "Times L1 was emptied because invalidations may have been missed (tracking connection lost or resubscribed, FLUSHDB).", nil, nil)
 	descBreaker     = prometheus.NewDesc("stampede_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open.", []string{"breaker"}, nil)
+	descNextProbe   = prometheus.NewDesc("stampede_breaker_next_probe_seconds", "Seconds until an open breaker's next health probe (0 when closed or while a probe runs).", []string{"breaker"}, nil)
+	descProbes      = prometheus.NewDesc("stampede_breaker_probes_total", "Health probes an open breaker ran (SELECT 1 / PING), failed or not.", []string{"breaker"}, nil)
+	descProbeFails  = prometheus.NewDesc("stampede_breaker_failed_probes", "Consecutive failed health probes since the breaker opened (each doubles the wait, up to BREAKER_OPEN_MAX).", []string{"breaker"}, nil)
 	descPoolConns   = prometheus.NewDesc("stampede_db_pool_connections", "Pool connections by state (acquired, idle, max).", []string{"pool", "state"}, nil)
 	descPoolWaiting = prometheus.NewDesc("stampede_db_pool_waiting", "Callers waiting for a connection.", []string{"pool"}, nil)
 	descAcquires    = prometheus.NewDesc("stampede_db_pool_acquires_total", "Connections acquired from the pool.", []string{"pool"}, nil)
@@ -86,12 +89,12 @@ var (
 type statsCollector struct {
 	cache    *cache.Cache
 	pools    []*db.Pool
-	breakers map[string]func() gobreaker.State
+	breakers map[string]func() breaker.Snapshot
 }
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheResults, descLoads, descLoadErrors, descShared, descLock,
-		descExtensions, descRefreshes, descCorrupt, descL1Inval, descL1Flushes, descBreaker, descPoolConns, descPoolWaiting,
+		descExtensions, descRefreshes, descCorrupt, descL1Inval, descL1Flushes, descBreaker, descNextProbe, descProbeFails, descProbes, descPoolConns, descPoolWaiting,
 		descAcquires, descAcquireSecs, descStmtTimeout, descPoolRefused} {
 		ch <- d
 	}
@@ -122,8 +125,12 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCorrupt, st.Corrupt)
 	counter(descL1Inval, st.L1Invalidations)
 	counter(descL1Flushes, st.L1Flushes)
-	for name, state := range s.breakers {
-		gauge(descBreaker, float64(state()), name)
+	for name, snapshot := range s.breakers {
+		b := snapshot()
+		gauge(descBreaker, float64(b.State), name)
+		gauge(descNextProbe, b.NextProbeSeconds, name)
+		gauge(descProbeFails, float64(b.FailedProbes), name)
+		counter(descProbes, b.Probes, name)
 	}
 	for _, p := range s.pools {
 		ps := p.Stat()

@@ -10,11 +10,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
-	"github.com/sony/gobreaker/v2"
 	limiter "github.com/ulule/limiter/v3"
 	memstore "github.com/ulule/limiter/v3/drivers/store/memory"
 	redisstore "github.com/ulule/limiter/v3/drivers/store/redis"
 
+	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/middleware"
@@ -99,11 +99,17 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 	return db.Config{
 		URL: cfg.DatabaseURL, Name: name, MaxConns: int32(maxConns),
 		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
-		Breaker: db.BreakerConfig{
-			Failures: uint32(cfg.BreakerFailures), OpenFor: cfg.BreakerOpen,
-			OnStateChange: func(pool string, from, to gobreaker.State) {
-				log.Warn("breaker state", "breaker", "postgres_"+pool, "from", from.String(), "to", to.String())
-			},
+		Breaker: breakerConfig(cfg, log),
+	}
+}
+
+// breakerConfig is the one breaker policy of the PostgreSQL pools and the
+// Redis client; each names its breaker and brings its own probe.
+func breakerConfig(cfg config, log *slog.Logger) breaker.Config {
+	return breaker.Config{
+		Failures: uint32(cfg.BreakerFailures), OpenMin: cfg.BreakerOpenMin, OpenMax: cfg.BreakerOpenMax,
+		OnStateChange: func(name string, from, to breaker.State) {
+			log.Warn("breaker state", "breaker", name, "from", from.String(), "to", to.String())
 		},
 	}
 }
@@ -136,10 +142,11 @@ func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.L
 }
 
 // breakerCheck makes a breaker's state a readiness check: open is not ready.
-func breakerCheck(state func() gobreaker.State) func(context.Context) error {
+// Half-open counts as open: user calls are refused until the probe passes.
+func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error {
 	return func(context.Context) error {
-		if s := state(); s == gobreaker.StateOpen {
-			return fmt.Errorf("circuit %s", s)
+		if s := snapshot(); s.State != breaker.Closed {
+			return fmt.Errorf("circuit %s, next probe in %.1fs, %d failed probes", s.State, s.NextProbeSeconds, s.FailedProbes)
 		}
 		return nil
 	}

@@ -6,44 +6,55 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sony/gobreaker/v2"
+
+	"github.com/stampede-guard/api/breaker"
 )
 
 // ErrRedisDown is returned for every command while the Redis breaker is
 // open: the command was not sent.
 var ErrRedisDown = errors.New("cache: redis circuit breaker open")
 
-// Breaker is a go-redis hook that runs every command through a circuit
-// breaker. While Redis is down or hanging, commands fail in microseconds
-// instead of each waiting for a socket timeout, and the Cache falls back to
-// loading through single-flight and a per-instance cap. Half-open probes
-// close it by themselves when Redis returns.
+// Breaker is a go-redis hook that runs every command through the shared
+// circuit breaker policy (package breaker). While Redis is down or hanging,
+// commands fail in microseconds instead of each waiting for a socket
+// timeout, and the Cache falls back to loading through single-flight and a
+// per-instance cap. While open, the breaker itself PINGs Redis on its
+// schedule (soon after opening, then backing off); the first PONG closes it.
 type Breaker struct {
-	cb *gobreaker.CircuitBreaker[struct{}]
+	b *breaker.Breaker
 }
 
-// NewBreaker opens after failures consecutive failures, stays open for
-// openFor, then admits up to halfOpenMax probes. onChange may be nil.
-func NewBreaker(failures uint32, openFor time.Duration, halfOpenMax uint32, onChange func(from, to gobreaker.State)) *Breaker {
-	return &Breaker{cb: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:         "redis",
-		MaxRequests:  halfOpenMax,
-		Timeout:      openFor,
-		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
-		IsSuccessful: func(err error) bool { return !redisOutage(err) },
-		OnStateChange: func(_ string, from, to gobreaker.State) {
-			if onChange != nil {
-				onChange(from, to)
-			}
-		},
-	})}
+// NewBreaker guards rdb: it adds itself as rdb's hook and probes with PING
+// through rdb (bypassing itself). cfg.Name defaults to "redis"; Probe and
+// the error classifiers are set here. Close stops the probes.
+func NewBreaker(rdb redis.UniversalClient, cfg breaker.Config) *Breaker {
+	if cfg.Name == "" {
+		cfg.Name = "redis"
+	}
+	cfg.IsFailure = redisOutage
+	cfg.IsExcluded = callerSide
+	cfg.Probe = func(ctx context.Context) error { return rdb.Ping(context.WithValue(ctx, probeKey{}, true)).Err() }
+	b := &Breaker{b: breaker.New(cfg)}
+	rdb.AddHook(b)
+	return b
 }
+
+// probeKey marks the breaker's own PING, which must reach Redis while the
+// breaker refuses everything else.
+type probeKey struct{}
+
+func isProbe(ctx context.Context) bool { return ctx.Value(probeKey{}) != nil }
 
 // State is the breaker's current state.
-func (b *Breaker) State() gobreaker.State { return b.cb.State() }
+func (b *Breaker) State() breaker.State { return b.b.State() }
+
+// Snapshot is the breaker's state, next probe and failed probes.
+func (b *Breaker) Snapshot() breaker.Snapshot { return b.b.Snapshot() }
+
+// Close stops the probe schedule and waits for a running probe.
+func (b *Breaker) Close() { b.b.Close() }
 
 // DialHook passes dials through: they happen inside processed commands.
 func (b *Breaker) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -51,7 +62,7 @@ func (b *Breaker) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook guards single commands.
 func (b *Breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isSetup(cmd) {
+		if isSetup(cmd) || isProbe(ctx) {
 			return next(ctx, cmd)
 		}
 		return b.run(func() error { return next(ctx, cmd) }, func(err error) { cmd.SetErr(err) })
@@ -61,7 +72,7 @@ func (b *Breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook guards pipelines and MULTI blocks as one call.
 func (b *Breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) > 0 && isSetup(cmds[0]) {
+		if len(cmds) > 0 && isSetup(cmds[0]) || isProbe(ctx) {
 			return next(ctx, cmds)
 		}
 		return b.run(func() error { return next(ctx, cmds) }, func(err error) {
@@ -73,8 +84,8 @@ func (b *Breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 func (b *Breaker) run(call func() error, refuse func(error)) error {
-	_, err := b.cb.Execute(func() (struct{}, error) { return struct{}{}, call() })
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+	err := b.b.Do(call)
+	if errors.Is(err, breaker.ErrOpen) {
 		err = fmt.Errorf("%w (%v)", ErrRedisDown, err)
 		refuse(err)
 	}
@@ -84,8 +95,8 @@ func (b *Breaker) run(call func() error, refuse func(error)) error {
 // isSetup reports whether cmd is part of go-redis's connection set-up
 // (HELLO, AUTH, SELECT, CLIENT SETINFO), which runs through the client's
 // hooks from inside the dial of a guarded command. Guarding it too would let
-// set-up use up the half-open probe slots, so the breaker could never close;
-// the guarded command around it already counts the outcome.
+// set-up fail while the breaker is open, so the breaker's own probe could
+// never connect; the guarded command around it already counts the outcome.
 func isSetup(cmd redis.Cmder) bool {
 	switch cmd.Name() {
 	case "hello", "auth", "select", "client", "readonly":
@@ -112,4 +123,14 @@ func redisOutage(err error) bool {
 	// caller's own deadline is not Redis's fault (read timeouts, which are,
 	// arrive as net.Error).
 	return errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// callerSide reports errors that say nothing about Redis: the caller gave
+// up (cancelled, or its own deadline passed — a read timeout, which is
+// Redis's fault, arrives as a net.Error instead). They count neither way,
+// so a cancellation between two timeouts does not reset the failure streak.
+func callerSide(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &netErr)
 }

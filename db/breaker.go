@@ -5,70 +5,43 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/sony/gobreaker/v2"
+
+	"github.com/stampede-guard/api/breaker"
 )
 
-// BreakerConfig tunes the circuit breaker around one pool. Zero values take
-// the documented defaults.
-type BreakerConfig struct {
-	Failures    uint32        // consecutive failures that open it; default 5
-	OpenFor     time.Duration // how long it stays open; default 5 seconds
-	HalfOpenMax uint32        // probes admitted while half-open; default 3
-	// OnStateChange is told of every transition (for logs and metrics).
-	OnStateChange func(pool string, from, to gobreaker.State)
+// newBreaker guards the pool with the shared breaker policy. Only outages
+// count against it; errors about the caller or the request are excluded
+// (counted neither way, so they do not reset a failure streak). While it is
+// open, the probe is a SELECT 1 on a fresh acquire from this pool, run by
+// the breaker itself, never a user's query.
+func newBreaker(p *Pool) *breaker.Breaker {
+	cfg := p.cfg.Breaker
+	if cfg.Name == "" {
+		cfg.Name = "postgres_" + p.cfg.Name
+	}
+	if cfg.ProbeTimeout <= 0 {
+		// Room for a connect (ConnectTimeout is 3/4 of it) and the query.
+		cfg.ProbeTimeout = p.cfg.AcquireTimeout
+	}
+	cfg.IsExcluded = isCallerSide
+	cfg.IsFailure = isOutage
+	cfg.Probe = p.probe
+	return breaker.New(cfg)
 }
 
-// breaker wraps gobreaker and remembers when it opened, so a refusal can say
-// how long is left (a Retry-After that means something).
-type breaker struct {
-	cb       *gobreaker.CircuitBreaker[struct{}]
-	openFor  time.Duration
-	openedAt atomic.Int64 // unix nanos of the last transition to open
-}
-
-func newBreaker(pool string, cfg BreakerConfig) *breaker {
-	if cfg.Failures == 0 {
-		cfg.Failures = 5
+// probe is the breaker's health query: it bypasses the breaker and the
+// waiting count, and any error fails it.
+func (p *Pool) probe(ctx context.Context) error {
+	conn, err := p.Pool.Acquire(ctx)
+	if err != nil {
+		return err
 	}
-	if cfg.OpenFor <= 0 {
-		cfg.OpenFor = 5 * time.Second
-	}
-	if cfg.HalfOpenMax == 0 {
-		cfg.HalfOpenMax = 3
-	}
-	b := &breaker{openFor: cfg.OpenFor}
-	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        pool,
-		MaxRequests: cfg.HalfOpenMax,
-		Timeout:     cfg.OpenFor,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.Failures },
-		// gobreaker counts every error as a failure unless told otherwise.
-		// Errors that say nothing about the database (the caller gave up,
-		// the pool was full) are excluded: counted neither way, so they do
-		// not reset the failure streak or close a half-open breaker.
-		IsExcluded:   isCallerSide,
-		IsSuccessful: func(err error) bool { return !isOutage(err) },
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
-				b.openedAt.Store(time.Now().UnixNano())
-			}
-			if cfg.OnStateChange != nil {
-				cfg.OnStateChange(name, from, to)
-			}
-		},
-	})
-	return b
-}
-
-// remaining is how long the breaker will stay open, at least one second.
-func (b *breaker) remaining() time.Duration {
-	left := b.openFor - time.Since(time.Unix(0, b.openedAt.Load()))
-	return max(time.Second, left)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SELECT 1")
+	return err
 }
 
 // IsOutage reports whether err means the database itself is failing

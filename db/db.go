@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/sony/gobreaker/v2"
+
+	"github.com/stampede-guard/api/breaker"
 )
 
 // ErrAcquireTimeout reports that no connection became free within the pool's
@@ -29,7 +30,11 @@ type Config struct {
 	AcquireTimeout   time.Duration // default 2 seconds
 	IdleTimeout      time.Duration // default 30 seconds
 	StatementTimeout time.Duration // server-side, per statement; default 3 seconds
-	Breaker          BreakerConfig
+	// Breaker tunes the pool's circuit breaker (failures, open schedule,
+	// state-change hook). Name defaults to "postgres_<Name>", the probe
+	// timeout to AcquireTimeout; Probe and the error classifiers are set
+	// by the pool.
+	Breaker breaker.Config
 }
 
 func (c Config) withDefaults() Config {
@@ -57,7 +62,7 @@ func (c Config) withDefaults() Config {
 type Pool struct {
 	*pgxpool.Pool
 	cfg       Config
-	breaker   *breaker
+	breaker   *breaker.Breaker
 	waiting   atomic.Int64
 	holdNanos atomic.Int64 // moving average of how long a connection is held
 	timeouts  atomic.Int64 // statements cancelled by statement_timeout
@@ -92,7 +97,9 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 		pool.Close()
 		return nil, fmt.Errorf("db %s: ping: %w", cfg.Name, err)
 	}
-	return &Pool{Pool: pool, cfg: cfg, breaker: newBreaker(cfg.Name, cfg.Breaker)}, nil
+	p := &Pool{Pool: pool, cfg: cfg}
+	p.breaker = newBreaker(p)
+	return p, nil
 }
 
 // pingAttempts bounds how often Open tries to reach the server: about three
@@ -131,8 +138,14 @@ func (p *Pool) Waiting() int64 { return p.waiting.Load() }
 // server counts as hung (network round trips, scheduling).
 const hungMargin = 500 * time.Millisecond
 
-// BreakerState is the state of the pool's circuit breaker.
-func (p *Pool) BreakerState() gobreaker.State { return p.breaker.cb.State() }
+// Breaker is the state of the pool's circuit breaker.
+func (p *Pool) Breaker() breaker.Snapshot { return p.breaker.Snapshot() }
+
+// Close stops the breaker's probes, then closes the pool.
+func (p *Pool) Close() {
+	p.breaker.Close()
+	p.Pool.Close()
+}
 
 // Acquire takes a connection, waiting at most the acquire timeout. The wait is
 // counted in Waiting. A request whose priority allows a shorter queue than
@@ -171,10 +184,10 @@ func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // RefusedError instead of each waiting for its own timeout. fn runs under
 // the caller's ctx, not the acquire deadline.
 func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
-	_, err := p.breaker.cb.Execute(func() (struct{}, error) {
+	err := p.breaker.Do(func() error {
 		conn, err := p.Acquire(ctx)
 		if err != nil {
-			return struct{}{}, err
+			return err
 		}
 		start := time.Now()
 		defer func() {
@@ -185,11 +198,14 @@ func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
 		if errors.Is(err, context.DeadlineExceeded) && time.Since(start) > p.cfg.StatementTimeout+hungMargin {
 			err = fmt.Errorf("%w: %w", ErrServerHung, err)
 		}
-		return struct{}{}, err
+		return err
 	})
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+	var open *breaker.OpenError
+	if errors.As(err, &open) {
+		// Retry-After is the time to the next probe (the handler rounds it
+		// up to at least 1 s): no sooner can a retry succeed.
 		p.tripped.Add(1)
-		return &RefusedError{Pool: p.cfg.Name, Reason: ErrCircuitOpen, RetryAfter: p.breaker.remaining()}
+		return &RefusedError{Pool: p.cfg.Name, Reason: ErrCircuitOpen, RetryAfter: open.RetryAfter}
 	}
 	if IsStatementTimeout(err) {
 		p.timeouts.Add(1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/db/dbtest"
 )
@@ -29,7 +30,7 @@ func TestBreakerOpensOnHungServer(t *testing.T) {
 	ctx := context.Background()
 	pool, err := db.Open(ctx, db.Config{
 		URL: u.String(), MaxConns: 2, AcquireTimeout: 400 * time.Millisecond,
-		StatementTimeout: 200 * time.Millisecond, Breaker: db.BreakerConfig{Failures: 2, OpenFor: time.Minute},
+		StatementTimeout: 200 * time.Millisecond, Breaker: breaker.Config{Failures: 2, OpenMin: time.Minute},
 	})
 	if err != nil {
 		t.Fatalf("open: %v", err)

@@ -47,7 +47,9 @@ func (l *Lab) dbDown(ctx context.Context) *Experiment {
 				return fmt.Sprintf("/products/%d", 101+u%uncached)
 			})
 			l.phase(r, "outage", func() ([]Result, time.Duration) { return Paced(ctx, targets, rate) })
-			r.Figures["refused_by_breaker"] = scrapeSum(ctx, c.Bases())[`stampede_db_pool_refused_total{pool="main",reason="circuit_open"}`]
+			sum := scrapeSum(ctx, c.Bases())
+			r.Figures["refused_by_breaker"] = sum[`stampede_db_pool_refused_total{pool="main",reason="circuit_open"}`]
+			r.Figures["probes"] = sum[`stampede_breaker_probes_total{breaker="postgres_main"}`]
 			l.dbProxy.SetDown(false)
 			return nil
 		})
@@ -62,6 +64,12 @@ func (l *Lab) dbDown(ctx context.Context) *Experiment {
 		if err != nil {
 			return x.fail(err)
 		}
+	}
+	if r := x.Rows[len(x.Rows)-1]; r.Figures["probes"] > 0 {
+		// BREAKER_OPEN_MIN (375 ms) doubling: probes ~0.4, 1.1, 2.6 s after opening.
+		x.note("probe schedule: while the link was down each instance's breaker ran %.1f health probes (SELECT 1) "+
+			"in the %.0f s outage, at ~1, 3, 7… × BREAKER_OPEN_MIN after opening, instead of admitting user requests",
+			r.Figures["probes"]/float64(n), float64(total)/rate)
 	}
 	x.check(attempts["5"]*5 < attempts["1000000"], "the breaker cuts the attempts on the dead link: %d vs %d without", attempts["5"], attempts["1000000"])
 	x.note("the dead link resets each connection at once, so a failure is quick with or without the breaker (failures' p99 %s "+
@@ -137,7 +145,7 @@ func (l *Lab) redisDown(ctx context.Context) *Experiment {
 			itoa(p.DBLink.Executes), redisAttempts})
 	}
 	if rec := r.phase("recovery"); rec != nil && rec.Load.XCache["MISS"] > 0 {
-		x.note("until each instance's Redis breaker half-opens (BREAKER_OPEN_TIMEOUT, 5 s by default) it keeps bypassing the "+
+		x.note("until each instance's Redis breaker probes Redis again (BREAKER_OPEN_MIN, doubling to BREAKER_OPEN_MAX) it keeps bypassing the "+
 			"returned Redis: %d recovery GETs were MISS, %d of them a direct database query each, before the first HIT",
 			rec.Load.XCache["MISS"], rec.DBLink.Executes)
 	}

@@ -65,6 +65,7 @@ var experiments = []experiment{
 	{"holder-crash", (*Lab).holderCrash},
 	{"swr", (*Lab).swr},
 	{"db-down", (*Lab).dbDown},
+	{"db-blip", (*Lab).dbBlip},
 	{"overload", (*Lab).overload},
 	{"redis-down", (*Lab).redisDown},
 }
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	perInstance := fs.Int("per-instance", 200, "concurrent requests per instance in a burst")
 	delay := fs.Duration("delay", 300*time.Millisecond, "delay added to each round trip on the database link")
 	out := fs.String("out", "lab-results", "directory for results.json, the SVG charts and the instances' logs")
-	only := fs.String("only", "", "run one experiment: "+strings.Join(names, ", "))
+	only := fs.String("only", "", "run only these experiments (comma-separated): "+strings.Join(names, ", "))
 	bin := fs.String("bin", "bin/api", "service binary (go build -o bin/api .)")
 	pgURL := fs.String("pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL maintenance database URL")
 	redisAddr := fs.String("redis", "127.0.0.1:6379", "Redis host:port or redis:// URL (the lab always uses logical database 10)")
@@ -104,8 +105,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		*redisAddr = opt.Addr
 	}
-	if *only != "" && !slices.Contains(names, *only) {
-		return fmt.Errorf("-only %q: want one of %s", *only, strings.Join(names, ", "))
+	var chosen []string
+	for _, name := range strings.Split(*only, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if !slices.Contains(names, name) {
+			return fmt.Errorf("-only %q: want one of %s", name, strings.Join(names, ", "))
+		}
+		chosen = append(chosen, name)
 	}
 	if *instances < 1 || *perInstance < 1 || *delay < 0 {
 		return errors.New("-instances and -per-instance must be positive, -delay not negative")
@@ -167,7 +175,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	report := &Report{Started: begin.UTC().Format(time.RFC3339), Instances: *instances,
 		PerInstance: *perInstance, DelayMs: ms(*delay), Binary: *bin}
 	for _, e := range experiments {
-		if *only != "" && e.name != *only {
+		if len(chosen) > 0 && !slices.Contains(chosen, e.name) {
 			continue
 		}
 		if ctx.Err() != nil {

@@ -1,0 +1,131 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stampede-guard/api/breaker"
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/netproxy"
+)
+
+// proxiedPool opens a pool whose link to PostgreSQL the test can cut, with
+// a breaker that records its transitions.
+func proxiedPool(t *testing.T, cfg breaker.Config) (*db.Pool, *dbtest.Transitions, *netproxy.Proxy) {
+	t.Helper()
+	proxy := dbtest.NewProxy(t, "127.0.0.1:5432")
+	u, err := url.Parse(dbtest.NewDatabase(t, "brk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = proxy.Addr()
+	tr := &dbtest.Transitions{}
+	cfg.OnStateChange = tr.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := db.Open(ctx, db.Config{URL: u.String(), MaxConns: 4, AcquireTimeout: 500 * time.Millisecond, Breaker: cfg})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, tr, proxy
+}
+
+func selectOne(ctx context.Context, pool *db.Pool) error {
+	return pool.With(ctx, func(c *pgxpool.Conn) error {
+		var one int
+		return c.QueryRow(ctx, "SELECT 1").Scan(&one)
+	})
+}
+
+// TestBreakerExcludesCallerErrors: with the link cut, a caller that
+// cancels and a request shed by the pool's queue limit, arriving between
+// outage errors, are neither failures nor successes: they do not reset the
+// streak, so the third outage error opens the breaker.
+func TestBreakerExcludesCallerErrors(t *testing.T) {
+	t.Parallel()
+	pool, _, proxy := proxiedPool(t, breaker.Config{Failures: 3, OpenMin: time.Minute})
+	proxy.SetDown(true)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	shed := db.WithMaxWaiting(context.Background(), 0)
+	calls := []struct {
+		ctx     context.Context
+		want    error
+		outage  bool
+		context string
+	}{
+		{context.Background(), nil, true, "outage"},
+		{context.Background(), nil, true, "outage"},
+		{cancelled, context.Canceled, false, "cancelled"},
+		{shed, db.ErrSaturated, false, "shed"},
+		{context.Background(), nil, true, "outage"},
+	}
+	for i, c := range calls {
+		err := selectOne(c.ctx, pool)
+		if c.outage && !db.IsOutage(err) || !c.outage && !errors.Is(err, c.want) {
+			t.Fatalf("call %d (%s): got %v", i, c.context, err)
+		}
+	}
+	if s := pool.Breaker().State; s != breaker.Open {
+		t.Errorf("after outage, outage, cancelled, shed, outage: got %s, want open (caller-side errors are excluded)", s)
+	}
+	err := selectOne(context.Background(), pool)
+	if !errors.Is(err, db.ErrCircuitOpen) {
+		t.Errorf("call while open: got %v, want ErrCircuitOpen", err)
+	}
+}
+
+// TestBreakerRecoversAtFirstProbe: while PostgreSQL is unreachable the
+// breaker probes with backoff (SELECT 1, not user queries); the first probe
+// after the link returns closes it, without any user call, and the refusal
+// while open carries the time to the next probe.
+func TestBreakerRecoversAtFirstProbe(t *testing.T) {
+	t.Parallel()
+	pool, tr, proxy := proxiedPool(t, breaker.Config{Failures: 2, OpenMin: 50 * time.Millisecond, OpenMax: 400 * time.Millisecond})
+	ctx := context.Background()
+	if err := selectOne(ctx, pool); err != nil {
+		t.Fatalf("query before the cut: %v", err)
+	}
+	proxy.SetDown(true)
+	for range 2 {
+		if err := selectOne(ctx, pool); !db.IsOutage(err) {
+			t.Fatalf("query on the cut link: got %v, want an outage", err)
+		}
+	}
+	err := selectOne(ctx, pool)
+	var refused *db.RefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, db.ErrCircuitOpen) || refused.RetryAfter > 50*time.Millisecond {
+		t.Fatalf("query while open: got %v, want ErrCircuitOpen with RetryAfter ≤ 50ms (the first probe)", err)
+	}
+	waitFor(t, "3 failed probes", func() bool { return pool.Breaker().FailedProbes >= 3 })
+	proxy.SetDown(false)
+	back := time.Now()
+	waitFor(t, "breaker closed", func() bool { return pool.Breaker().State == breaker.Closed })
+	probe, result, ok := tr.FirstProbeAfter(back)
+	if !ok || result != breaker.Closed {
+		t.Fatalf("first probe after PostgreSQL returned: ended in %s (ok %v), want closed; transitions:%s", result, ok, tr)
+	}
+	t.Logf("PostgreSQL back → first probe +%s → closed +%s (%d probes in all)",
+		probe.Sub(back).Round(time.Millisecond), time.Since(back).Round(time.Millisecond), tr.Probes())
+	if err := selectOne(ctx, pool); err != nil {
+		t.Errorf("query after recovery: %v", err)
+	}
+}
+
+// waitFor polls cond; the 10 s bound only keeps a broken build from
+// hanging, it is not what the test measures.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
