@@ -39,6 +39,9 @@ const (
 	ModeXFetch       Mode = "xfetch"       // + probabilistic early refresh
 )
 
+// locks reports whether the mode takes the Redis lock on a miss.
+func (m Mode) locks() bool { return m == ModeLock || m == ModeSWR || m == ModeXFetch }
+
 // ParseMode validates a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
@@ -120,6 +123,10 @@ type Config struct {
 	// Channel carries L1 invalidations; default Namespace +
 	// "cache:invalidate". Unused with Tracking.
 	Channel string
+	// FillChannel carries "key filled or its lock released" from the lock
+	// holder to every instance's waiters (and evicts L1 copies); default
+	// Namespace + "cache:filled". Used by the lock modes.
+	FillChannel string
 	// Tracking, when set with L1 on, replaces pub/sub with Redis CLIENT
 	// TRACKING (BCAST): these options (cloned; ClientName defaults to
 	// "stampede-guard:l1-tracking") open one dedicated RESP2 connection
@@ -174,6 +181,9 @@ func (c Config) withDefaults() Config {
 	if c.Channel == "" {
 		c.Channel = c.Namespace + "cache:invalidate"
 	}
+	if c.FillChannel == "" {
+		c.FillChannel = c.Namespace + "cache:filled"
+	}
 	if c.Namespace != "" {
 		prefixes := []string{c.Namespace} // "every key" means every key of this app
 		if len(c.TrackPrefixes) > 0 {
@@ -222,6 +232,7 @@ type Cache struct {
 	wg        sync.WaitGroup
 	refreshes chan struct{} // semaphore of background refreshes
 	direct    chan struct{} // semaphore of loads made without the lock tier
+	fills     fills         // this instance's waiters, woken by fill signals
 	corrupt   sync.Map      // keys whose corrupt value was already logged
 }
 
@@ -240,6 +251,11 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		stop:      stop,
 		refreshes: make(chan struct{}, cfg.MaxRefreshes),
 		direct:    make(chan struct{}, cfg.MaxDirectLoads),
+	}
+	if cfg.Mode.locks() {
+		sub := c.subscribe(ctx, rdb, cfg.FillChannel)
+		c.wg.Add(1)
+		go c.listenFills(sub)
 	}
 	if cfg.L1TTL > 0 {
 		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))

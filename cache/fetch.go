@@ -49,7 +49,16 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 	now := c.now()
 	if e, ok := c.l1.get(key, now); ok {
 		c.stats.l1Hits.Add(1)
-		return c.result(e, Hit, now, true), nil
+		status := Hit
+		if c.cfg.Mode == ModeSWR && !now.Before(e.SoftExpiry) {
+			// Stale at memory speed. The refresh is deduplicated (here by
+			// single-flight, across instances by the lock); its fill evicts
+			// this copy on every instance (signal.go), L1_TTL bounds it if
+			// the signal is lost.
+			status = Stale
+			c.refresh(ctx, key, e, load)
+		}
+		return c.result(e, status, now, true), nil
 	}
 	mark := c.l1.mark()
 	e, found, err := c.read(ctx, key)
@@ -92,11 +101,10 @@ func (c *Cache) serve(ctx context.Context, key string, e Entry, load LoadFunc, n
 	case c.cfg.Mode == ModeXFetch && !e.Absent && xfetchEarly(now, e.SoftExpiry, e.Delta, c.cfg.XFetchBeta, randUnit()):
 		c.refresh(ctx, key, e, load)
 	}
-	if status == Hit {
-		// A stale value is not promoted to L1: the next request must come
-		// back to Redis and see the refreshed one.
-		c.l1.fill(key, e, now, mark)
-	}
+	// A stale value goes to L1 too, so a burst during a refresh costs no
+	// Redis round trip per request: the refresh's fill signal evicts it
+	// everywhere the moment the new value is stored.
+	c.l1.fill(key, e, now, mark)
 	return c.result(e, status, now, false)
 }
 

@@ -96,3 +96,16 @@ func (l *l1) purge() {
 		l.lru.Purge()
 	}
 }
+
+// evictOlder drops key's entry if it is older than a fill elsewhere (its
+// freshness ends before soft). It does not bump the generation: a read
+// racing the fill may still put the old value in for one L1 TTL, the bound
+// L1 promises anyway, while every other key's fills go on undisturbed.
+func (l *l1) evictOlder(key string, soft time.Time) {
+	if l == nil {
+		return
+	}
+	if e, ok := l.lru.Peek(key); ok && e.entry.SoftExpiry.Before(soft) {
+		l.lru.Remove(key)
+	}
+}

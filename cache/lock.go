@@ -57,9 +57,7 @@ type Lock struct {
 
 // Obtain tries once to take the lock key for ttl with a fresh random token.
 func Obtain(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration) (*Lock, error) {
-	var raw [16]byte
-	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails on Linux
-	token := hex.EncodeToString(raw[:])
+	token := newToken()
 	// One round trip: the attempt, and who holds the lock if it fails, so a
 	// waiter can tell a live holder from a takeover after a crash.
 	var set *redis.BoolCmd
@@ -175,4 +173,11 @@ func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int)) {
 		wg.Wait()
 		return extensions
 	}
+}
+
+// newToken is 128 random bits in hex: a lock token, an instance id.
+func newToken() string {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(raw[:])
 }

@@ -16,13 +16,16 @@ const (
 
 // loadLocked is the cross-instance miss path: take the Redis lock, check the
 // cache again, load, and store with a fenced write. Whoever does not get the
-// lock polls the cache with capped exponential backoff and jitter until
-// LockWait, then gives up with ErrLockTimeout (or, with WaiterLoad, loads
-// the value itself).
+// lock waits for the holder's fill signal (signal.go), and meanwhile polls
+// the cache with capped exponential backoff and jitter (in case the signal
+// is lost) until LockWait, then gives up with ErrLockTimeout (or, with
+// WaiterLoad, loads the value itself).
 func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entry, error) {
 	deadline := c.now().Add(c.cfg.LockWait)
 	backoff := pollStart
 	holder := ""
+	woken, stop := c.fills.watch(key) // before the first read that may miss
+	defer stop()
 	for {
 		lock, err := c.obtain(ctx, key)
 		switch {
@@ -43,9 +46,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			holder = h
 		}
 
-		mark := c.l1.mark()
-		if e, found, err := c.read(ctx, key); err == nil && found {
-			c.l1.fill(key, e, c.now(), mark)
+		if e, ok := c.readFilled(ctx, key); ok {
 			return e, nil
 		}
 		if c.cfg.Waiter == WaiterFail {
@@ -73,6 +74,16 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		case <-ctx.Done():
 			t.Stop()
 			return Entry{}, fmt.Errorf("cache fetch %s: %w", key, ctx.Err())
+		case <-woken:
+			// The holder stored the value or let go of the lock: look now,
+			// before trying the lock (a free lock after a fill would
+			// otherwise make every instance lock, double-check, unlock).
+			t.Stop()
+			c.stats.signalWakeups.Add(1)
+			if e, ok := c.readFilled(ctx, key); ok {
+				return e, nil
+			}
+			continue
 		case <-t.C:
 		}
 		backoff = min(2*backoff, pollCap)
@@ -103,7 +114,7 @@ func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load Lo
 	// miss and our lock.
 	mark := c.l1.mark()
 	if e, found, err := c.read(ctx, key); err == nil && found && c.now().Before(e.SoftExpiry) {
-		c.release(lock)
+		c.release(key, lock)
 		c.l1.fill(key, e, c.now(), mark)
 		return e, nil
 	}
@@ -121,7 +132,7 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 	e, ttl, err := c.runLoad(ctx, key, load)
 	c.stats.extensions.Add(int64(stopWatch()))
 	if err != nil {
-		c.release(lock)
+		c.release(key, lock)
 		return Entry{}, err
 	}
 	b := e.encode()
@@ -137,10 +148,11 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 		c.log.Warn("cache: lock lost during load, value not stored", "key", key, "lock_ttl", c.cfg.LockTTL)
 	case err != nil:
 		c.log.Warn("cache: fenced store failed", "key", key, "err", err)
-		c.release(lock) // do not leave waiters polling until the lock's TTL
+		c.release(key, lock) // do not leave waiters polling until the lock's TTL
 	default:
 		c.corrupt.Delete(key)
 		c.writeCopies(sctx, key, b, ttl)
+		c.signal(sctx, key, e.SoftExpiry)
 	}
 	c.l1.fill(key, e, c.now(), mark)
 	return e, nil
@@ -148,12 +160,14 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 
 // release frees the lock on a context of its own, so a cancelled load still
 // unlocks at once instead of leaving waiters until the TTL.
-func (c *Cache) release(lock *Lock) {
+func (c *Cache) release(key string, lock *Lock) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := lock.Release(ctx); err != nil && !errors.Is(err, ErrLockNotHeld) {
 		c.log.Warn("cache: unlock failed", "key", lock.Key(), "err", err)
+		return
 	}
+	c.signal(ctx, key, time.Time{}) // waiters elsewhere may take the lock now
 }
 
 // lockTimeout is ErrLockTimeout with a retry hint: how long the holder's
@@ -183,3 +197,14 @@ func (e *retryError) RetryHint() time.Duration { return e.after }
 // LoadTimeout, and at least LockWait, since other instances' waiters wait
 // that long for its value (a load cut shorter would waste their wait).
 func (c *Cache) holdLimit() time.Duration { return max(c.cfg.LoadTimeout, c.cfg.LockWait) }
+
+// readFilled reads key for a waiter and, if found, fills L1 with it.
+func (c *Cache) readFilled(ctx context.Context, key string) (Entry, bool) {
+	mark := c.l1.mark()
+	e, found, err := c.read(ctx, key)
+	if err != nil || !found {
+		return Entry{}, false
+	}
+	c.l1.fill(key, e, c.now(), mark)
+	return e, true
+}

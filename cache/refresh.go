@@ -51,7 +51,7 @@ func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load Lo
 	// entry means another refresh (here or elsewhere) has just stored it,
 	// which is not counted as a refresh of ours.
 	if e, found, err := c.read(ctx, key); err == nil && found && e.SoftExpiry.After(seen.SoftExpiry) {
-		c.release(lock)
+		c.release(key, lock)
 		return
 	}
 	c.stats.refreshes.Add(1)
