@@ -54,6 +54,7 @@ type config struct {
 	ShutdownTimeout   time.Duration
 	HotKeys           []int64
 	LogLevel          string
+	APIKeys           []string // API_KEYS: bearer keys with write scope, besides the api_keys table
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -99,6 +100,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		APIKeys:           p.apiKeys("API_KEYS"),
 	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {

@@ -43,6 +43,9 @@ var configErrorCases = []struct {
 	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s"}, "REQUEST_TIMEOUT", ""},
 	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s"}, "LOCK_WAIT", ""},
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m"}, "CACHE_SOFT_TTL", ""},
+	// A key is a secret: the error names the rule, never the value.
+	{"API key too short", map[string]string{"API_KEYS": "guessable"}, "API_KEYS", "(hidden)"},
+	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -90,6 +93,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"HTTP_MAX_AGE", c.HTTPCache.MaxAge, 30 * time.Second},
 		{"HTTP_STALE_WHILE_REVALIDATE", c.HTTPCache.StaleWhileRevalidate, 570 * time.Second},
 		{"HTTP_STALE_IF_ERROR", c.HTTPCache.StaleIfError, 10 * time.Minute},
+		{"API_KEYS", len(c.APIKeys), 0},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {

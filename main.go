@@ -28,7 +28,13 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
+	serve := run
+	if len(os.Args) > 1 { // a subcommand such as `api keys create`
+		serve = func(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+			return runCommand(ctx, os.Args[1:], getenv, stdout)
+		}
+	}
+	if err := serve(context.Background(), os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/middleware"
+	"github.com/stampede-guard/api/repo"
 )
 
 // newEngine builds gin with the request-wide middleware in its explicit
@@ -87,12 +88,27 @@ func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool,
 		)
 	}
 	limit := int64(cfg.ShedMaxWaiting)
-	return handlers.Classes{
+	auth := middleware.NewAuth(middleware.AuthConfig{
+		Static: cfg.APIKeys, Store: repo.NewAPIKeys(mainPool), Scope: repo.ScopeWrite,
+		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond, Log: log,
+	})
+	classes := handlers.Classes{
 		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical),
 		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
 		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
 	}
+	classes.Authorize = auth.Require()
+	return classes
 }
+
+// A key from the api_keys table is believed for apiKeyCacheTTL after a
+// lookup (a deleted key works that much longer); lookups of keys not yet
+// believed are bounded per instance, so made-up keys cannot flood
+// PostgreSQL.
+const (
+	apiKeyCacheTTL         = 30 * time.Second
+	apiKeyLookupsPerSecond = 20
+)
 
 // poolConfig sizes one bulkhead pool.
 func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Config {

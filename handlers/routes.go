@@ -22,9 +22,18 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 	normal.GET("/products/:id", p.get)
 	normal.GET("/products", p.list)
 
+	// Product writes need a key with write scope, checked before the
+	// class's admission control so a request without one holds nothing.
+	authorize := classes.Authorize
+	if authorize == nil {
+		authorize = denyWrites // secure by default: no checker, no writes
+	}
+	writes := r.Group("/", authorize)
+	writes = writes.Group("/", classes.Critical...)
+	writes.POST("/products", p.create)
+	writes.PUT("/products/:id", p.update)
+
 	critical := r.Group("/", classes.Critical...)
-	critical.POST("/products", p.create)
-	critical.PUT("/products/:id", p.update)
 	critical.POST("/orders", o.create)
 
 	low := r.Group("/", classes.Low...)
@@ -36,4 +45,13 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 // /metrics run behind none of it.
 type Classes struct {
 	Critical, Normal, Low []gin.HandlerFunc
+	// Authorize guards product writes (POST /products, PUT /products/:id):
+	// it aborts with 401 unless the request carries a valid API key. Nil
+	// refuses every write.
+	Authorize gin.HandlerFunc
+}
+
+func denyWrites(c *gin.Context) {
+	c.Header("WWW-Authenticate", `Bearer realm="stampede-guard"`)
+	abort(c, http.StatusUnauthorized, "this route needs an API key: Authorization: Bearer <key>")
 }
