@@ -21,6 +21,7 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 	normal := r.Group("/", classes.Normal...)
 	normal.GET("/products/:id", p.get)
 	normal.GET("/products", p.list)
+	normal.GET("/orders/:id", o.get)
 
 	// Product writes need a key with write scope, checked before the
 	// class's admission control so a request without one holds nothing.
