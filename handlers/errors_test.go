@@ -134,7 +134,9 @@ func serve(t *testing.T, store productStore, req *http.Request) *httptest.Respon
 
 type fakeOrders struct{ called bool }
 
-func (f *fakeOrders) Get(context.Context, int64) (repo.Order, error) { return repo.Order{}, repo.ErrNotFound }
+func (f *fakeOrders) Get(context.Context, int64) (repo.Order, error) {
+	return repo.Order{}, repo.ErrNotFound
+}
 
 func (f *fakeOrders) Create(context.Context, repo.NewOrder) (repo.Order, bool, error) {
 	f.called = true
