@@ -14,14 +14,14 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 	r.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "no such route") })
 	r.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
 
-	r.GET("/healthz", h.healthz)
-	r.GET("/readyz", h.readyz)
-	r.GET("/metrics", gin.WrapH(metrics))
+	getHead(r, "/healthz", h.healthz)
+	getHead(r, "/readyz", h.readyz)
+	getHead(r, "/metrics", gin.WrapH(metrics))
 
 	normal := r.Group("/", classes.Normal...)
-	normal.GET("/products/:id", p.get)
-	normal.GET("/products", p.list)
-	normal.GET("/orders/:id", o.get)
+	getHead(normal, "/products/:id", p.get)
+	getHead(normal, "/products", p.list)
+	getHead(normal, "/orders/:id", o.get)
 
 	// Product writes need a key with write scope, checked before the
 	// class's admission control so a request without one holds nothing.
@@ -38,7 +38,14 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 	critical.POST("/orders", o.create)
 
 	low := r.Group("/", classes.Low...)
-	low.GET("/reports/top-products", rep.topProducts)
+	getHead(low, "/reports/top-products", rep.topProducts)
+}
+
+// getHead mounts a GET route and its HEAD twin (RFC 9110 §9.3.2): the same
+// handler, status and headers; net/http drops the body of a HEAD answer.
+func getHead(r gin.IRoutes, path string, h ...gin.HandlerFunc) {
+	r.GET(path, h...)
+	r.HEAD(path, h...)
 }
 
 // Classes holds the middleware each priority class of API routes runs
