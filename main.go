@@ -105,7 +105,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	reports := repo.NewReports(reportsPool)
 
 	// ---- HTTP ----------------------------------------------------------------
-	health := handlers.NewHealth(time.Second,
+	health := handlers.NewHealth(time.Second, log,
 		handlers.Check{Name: "postgres", Ping: mainPool.Ping},
 		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.BreakerState)},

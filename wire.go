@@ -151,11 +151,12 @@ func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.L
 	return nil
 }
 
-// breakerCheck makes a breaker's state a readiness check: open is not ready.
+// breakerCheck reports a breaker's state in /readyz's body (never in its
+// status: see handlers.Health).
 func breakerCheck(state func() gobreaker.State) func(context.Context) error {
 	return func(context.Context) error {
-		if s := state(); s == gobreaker.StateOpen {
-			return fmt.Errorf("circuit %s", s)
+		if state() == gobreaker.StateOpen {
+			return handlers.ErrBreakerOpen
 		}
 		return nil
 	}

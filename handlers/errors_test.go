@@ -126,7 +126,7 @@ func serve(t *testing.T, store productStore, req *http.Request) *httptest.Respon
 	r := gin.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	Register(r, NewProducts(store, HTTPCache{}, log), NewOrders(nil, log), NewReports(nil, log),
-		NewHealth(time.Second), http.NotFoundHandler(), Classes{Authorize: allowAll})
+		NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
 	return rec
@@ -162,7 +162,7 @@ func TestIdempotencyKeyValidated(t *testing.T) {
 		r := gin.New()
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
 		Register(r, NewProducts(fakeProducts{}, HTTPCache{}, log), NewOrders(store, log), NewReports(nil, log),
-			NewHealth(time.Second), http.NotFoundHandler(), Classes{})
+			NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{})
 		req := httptest.NewRequest("POST", "/orders", strings.NewReader(`{"product_id":1,"quantity":1}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header["Idempotency-Key"] = []string{tc.key}
