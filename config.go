@@ -55,6 +55,8 @@ type config struct {
 	HotKeys           []int64
 	LogLevel          string
 	APIKeys           []string // API_KEYS: bearer keys with write scope, besides the api_keys table
+	BodyReadTimeout   time.Duration
+	BodyMinRate       int // bytes per second; 0 = no minimum
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -101,6 +103,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		APIKeys:           p.apiKeys("API_KEYS"),
+		BodyReadTimeout:   p.duration("BODY_READ_TIMEOUT", 2*time.Second),
+		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
 	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {
@@ -148,6 +152,8 @@ func (c config) checkLayers() error {
 			fmt.Sprintf("%s must be shorter than REQUEST_TIMEOUT (%s)", c.LockWait, c.RequestTimeout)},
 		{c.RequestTimeout < c.WriteTimeout, "HTTP_WRITE_TIMEOUT",
 			fmt.Sprintf("%s must be longer than REQUEST_TIMEOUT (%s), or the server cuts answers the handler still writes", c.WriteTimeout, c.RequestTimeout)},
+		{c.BodyReadTimeout < c.RequestTimeout, "BODY_READ_TIMEOUT",
+			fmt.Sprintf("%s must be shorter than REQUEST_TIMEOUT (%s), or a slow body leaves the handler no time", c.BodyReadTimeout, c.RequestTimeout)},
 		{c.CacheSoftTTL < c.CacheTTL, "CACHE_SOFT_TTL",
 			fmt.Sprintf("%s must be shorter than CACHE_TTL (%s), the hard expiry", c.CacheSoftTTL, c.CacheTTL)},
 		{c.L1TTL < c.CacheSoftTTL, "L1_TTL",

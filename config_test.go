@@ -43,6 +43,8 @@ var configErrorCases = []struct {
 	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s"}, "REQUEST_TIMEOUT", ""},
 	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s"}, "LOCK_WAIT", ""},
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m"}, "CACHE_SOFT_TTL", ""},
+	{"body timeout outlives request", map[string]string{"BODY_READ_TIMEOUT": "6s"}, "BODY_READ_TIMEOUT", ""},
+	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
 	// A key is a secret: the error names the rule, never the value.
 	{"API key too short", map[string]string{"API_KEYS": "guessable"}, "API_KEYS", "(hidden)"},
 	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
@@ -94,6 +96,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"HTTP_STALE_WHILE_REVALIDATE", c.HTTPCache.StaleWhileRevalidate, 570 * time.Second},
 		{"HTTP_STALE_IF_ERROR", c.HTTPCache.StaleIfError, 10 * time.Minute},
 		{"API_KEYS", len(c.APIKeys), 0},
+		{"BODY_READ_TIMEOUT", c.BodyReadTimeout, 2 * time.Second},
+		{"BODY_MIN_RATE", c.BodyMinRate, 1024},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {

@@ -77,23 +77,29 @@ func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool,
 	refused := func(reason, class string) func(*gin.Context) {
 		return func(*gin.Context) { m.refusedBy(reason, class) }
 	}
-	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int) []gin.HandlerFunc {
+	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
 		var hs []gin.HandlerFunc
 		if lim != nil {
 			hs = append(hs, middleware.RateLimit(lim, log, refused("rate_limited", class)))
 		}
+		hs = append(hs, before...) // after the rate limit, before anything scarce
 		return append(hs,
 			middleware.Shed(q, maxWaiting, atDoor, db.WithMaxWaiting, refused("shed", class)),
 			middleware.Limit(concurrency, refused("concurrency", class)),
 		)
 	}
 	limit := int64(cfg.ShedMaxWaiting)
+	// Bodies are read whole before shedding and the concurrency limit, so
+	// a client that trickles its body never holds a slot (see ReadBody).
+	readBody := middleware.ReadBody(middleware.BodyConfig{
+		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
+	})
 	auth := middleware.NewAuth(middleware.AuthConfig{
 		Static: cfg.APIKeys, Store: repo.NewAPIKeys(mainPool), Scope: repo.ScopeWrite,
 		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond, Log: log,
 	})
 	classes := handlers.Classes{
-		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical),
+		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical, readBody),
 		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
 		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
 	}
@@ -109,6 +115,10 @@ const (
 	apiKeyCacheTTL         = 30 * time.Second
 	apiKeyLookupsPerSecond = 20
 )
+
+// bodyReadGrace is how long a body may take before BODY_MIN_RATE applies:
+// the few hundred bytes of a normal body arrive well within it.
+const bodyReadGrace = 500 * time.Millisecond
 
 // poolConfig sizes one bulkhead pool.
 func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Config {
