@@ -132,7 +132,8 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	return pr.inUTC(), nil
 }
 
-// Update replaces a product's name and price (and stock, if given), then
+// Update replaces a product's name and price (and adjusts its stock, if
+// asked), then
 // refreshes the cached entry on every instance. With in.IfMatch the row is
 // locked, its version compared and the update made in one transaction, so
 // of two editors holding the same ETag exactly one wins.
@@ -146,8 +147,8 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 				}
 			}
 			return tx.QueryRow(ctx,
-				`UPDATE products SET name = $2, price_cents = $3, stock = COALESCE($4, stock), updated_at = now()
-				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.Stock,
+				`UPDATE products SET name = $2, price_cents = $3, stock = stock + COALESCE($4, 0), updated_at = now()
+				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.StockDelta,
 			).Scan(pr.fields()...)
 		})
 	})
@@ -156,6 +157,8 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 		return Product{}, fmt.Errorf("update product %d: %w", id, err)
 	case errors.Is(err, pgx.ErrNoRows):
 		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
+	case db.IsCheckViolation(err, "products_stock_check"):
+		return Product{}, fmt.Errorf("update product %d: stock adjustment %d: %w", id, *in.StockDelta, ErrOutOfStock)
 	case err != nil:
 		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), time.Second)
 	}
