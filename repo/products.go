@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,22 +52,67 @@ const KeyPrefix = "product:v1:"
 
 // Get returns product id through the cache. An absent product is ErrNotFound
 // (and is cached negatively).
+//
+// A cached payload is verified before it is served: one that does not
+// decode as a product, or is another product's, is deleted and the product
+// reloaded — never a 500, never served (and never handed to a CDN as
+// public). Such an entry comes from a bug, an old format, or someone who
+// can write to Redis.
 func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error) {
-	res, err := p.cache.Fetch(ctx, Key(id), func(ctx context.Context) ([]byte, error) {
-		return p.load(ctx, id)
-	})
+	load := func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
+	res, err := p.cache.Fetch(ctx, Key(id), load)
 	if err != nil {
 		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), time.Second)
+	}
+	pr, bad := verify(res, id)
+	if bad != nil {
+		p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
+		if err := p.cache.Invalidate(ctx, Key(id)); err != nil {
+			p.log.Warn("could not delete the bad entry", "product", id, "err", err)
+		}
+		if res, err = p.cache.Fetch(ctx, Key(id), load); err != nil {
+			return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), time.Second)
+		}
+		if pr, bad = verify(res, id); bad != nil {
+			// Still bad (rewritten meanwhile, or Redis unwritable): answer
+			// from PostgreSQL, uncached.
+			p.log.Warn("cached product failed verification twice; answering from the database", "product", id, "err", bad)
+			b, err := p.load(ctx, id)
+			switch {
+			case errors.Is(err, cache.ErrAbsent):
+				return Product{}, Freshness{Status: cache.Miss}, fmt.Errorf("product %d: %w", id, ErrNotFound)
+			case err != nil:
+				return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), time.Second)
+			}
+			res = cache.Result{Value: b, Status: cache.Miss}
+			if pr, bad = verify(res, id); bad != nil {
+				return Product{}, Freshness{}, bad
+			}
+		}
 	}
 	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
 	if res.Absent {
 		return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
 	}
-	var pr Product
-	if err := json.Unmarshal(res.Value, &pr); err != nil {
-		return Product{}, f, fmt.Errorf("decode cached product %d: %w", id, err)
-	}
 	return pr, f, nil
+}
+
+// verify decodes a cached product and checks it is product id. A cached
+// "absent" is valid as it is.
+func verify(res cache.Result, id int64) (Product, error) {
+	if res.Absent {
+		return Product{}, nil
+	}
+	var pr Product
+	dec := json.NewDecoder(bytes.NewReader(res.Value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pr); err != nil {
+		return Product{}, fmt.Errorf("decode cached product %d: %w", id, err)
+	}
+	if pr.ID != id {
+		return Product{}, fmt.Errorf("cached entry of product %d holds product %d", id, pr.ID)
+	}
+	return pr, nil
 }
 
 // load is the single query a cache miss may cost.
