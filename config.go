@@ -56,7 +56,8 @@ type config struct {
 	LogLevel          string
 	APIKeys           []string // API_KEYS: bearer keys with write scope, besides the api_keys table
 	BodyReadTimeout   time.Duration
-	BodyMinRate       int // bytes per second; 0 = no minimum
+	BodyMinRate       int    // bytes per second; 0 = no minimum
+	AdminToken        string // ADMIN_TOKEN: required on the admin listener when set
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -105,6 +106,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		APIKeys:           p.apiKeys("API_KEYS"),
 		BodyReadTimeout:   p.duration("BODY_READ_TIMEOUT", 2*time.Second),
 		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
+		AdminToken:        p.str("ADMIN_TOKEN", ""),
 	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {

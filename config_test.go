@@ -98,6 +98,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"API_KEYS", len(c.APIKeys), 0},
 		{"BODY_READ_TIMEOUT", c.BodyReadTimeout, 2 * time.Second},
 		{"BODY_MIN_RATE", c.BodyMinRate, 1024},
+		{"ADMIN_TOKEN", c.AdminToken, ""},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {

@@ -143,6 +143,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if cfg.AdminAddr != "off" {
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, &admin{
 			cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log,
+			token: cfg.AdminToken,
 		}, log)
 		if err != nil {
 			ln.Close()
