@@ -45,6 +45,8 @@ var configErrorCases = []struct {
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m"}, "CACHE_SOFT_TTL", ""},
 	{"body timeout outlives request", map[string]string{"BODY_READ_TIMEOUT": "6s"}, "BODY_READ_TIMEOUT", ""},
 	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
+	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
+	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
 	// A key is a secret: the error names the rule, never the value.
 	{"API key too short", map[string]string{"API_KEYS": "guessable"}, "API_KEYS", "(hidden)"},
 	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
@@ -99,6 +101,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"BODY_READ_TIMEOUT", c.BodyReadTimeout, 2 * time.Second},
 		{"BODY_MIN_RATE", c.BodyMinRate, 1024},
 		{"ADMIN_TOKEN", c.AdminToken, ""},
+	}
+	if c, err := loadConfig(envOf(map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0", "TRUSTED_PROXIES_ALLOW_ALL": "true"})); err != nil || len(c.TrustedProxies) != 1 {
+		t.Errorf("TRUSTED_PROXIES=0.0.0.0/0 with TRUSTED_PROXIES_ALLOW_ALL=true: got %v, %v; want accepted", c.TrustedProxies, err)
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {

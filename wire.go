@@ -32,6 +32,10 @@ func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 	if err := engine.SetTrustedProxies(cfg.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("config: TRUSTED_PROXIES: %w", err)
 	}
+	// Only X-Forwarded-For, as documented: gin would also believe
+	// X-Real-IP, which a proxy that only appends X-Forwarded-For passes on
+	// from the client untouched.
+	engine.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	engine.Use(
 		middleware.Recover(log),
 		middleware.RequestLog(log),
