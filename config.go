@@ -58,6 +58,7 @@ type config struct {
 	BodyReadTimeout   time.Duration
 	BodyMinRate       int    // bytes per second; 0 = no minimum
 	AdminToken        string // ADMIN_TOKEN: required on the admin listener when set
+	RateLimitKey      string // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -104,9 +105,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		APIKeys:           p.apiKeys("API_KEYS"),
-		BodyReadTimeout:   p.duration("BODY_READ_TIMEOUT", 2*time.Second),
+		BodyReadTimeout:   p.duration("BODY_READ_TIMEOUT", 0), // 0: derived below
 		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
 		AdminToken:        p.str("ADMIN_TOKEN", ""),
+		RateLimitKey:      p.str("RATE_LIMIT_KEY", "1000-S"),
+	}
+	if c.BodyReadTimeout == 0 {
+		// A body may take 2 s, or half the request's deadline if that is
+		// shorter: the handler keeps time to answer.
+		c.BodyReadTimeout = min(2*time.Second, c.RequestTimeout/2)
 	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {
@@ -137,6 +144,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.RateLimit != "off" {
 		if _, err := limiter.NewRateFromFormatted(c.RateLimit); err != nil {
 			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)
+		}
+	}
+	if c.RateLimitKey != "off" {
+		if _, err := limiter.NewRateFromFormatted(c.RateLimitKey); err != nil {
+			p.fail("RATE_LIMIT_KEY", c.RateLimitKey, `want "off" or N-S, N-M, N-H, N-D (e.g. 1000-S)`)
 		}
 	}
 	if p.err != nil {

@@ -45,6 +45,7 @@ var configErrorCases = []struct {
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m"}, "CACHE_SOFT_TTL", ""},
 	{"body timeout outlives request", map[string]string{"BODY_READ_TIMEOUT": "6s"}, "BODY_READ_TIMEOUT", ""},
 	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
+	{"key rate limit not a rate", map[string]string{"RATE_LIMIT_KEY": "plenty"}, "RATE_LIMIT_KEY", "plenty"},
 	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
 	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
 	// A key is a secret: the error names the rule, never the value.
@@ -101,6 +102,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"BODY_READ_TIMEOUT", c.BodyReadTimeout, 2 * time.Second},
 		{"BODY_MIN_RATE", c.BodyMinRate, 1024},
 		{"ADMIN_TOKEN", c.AdminToken, ""},
+		{"RATE_LIMIT_KEY", c.RateLimitKey, "1000-S"},
+	}
+	if c, err := loadConfig(envOf(map[string]string{"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms", "LOCK_WAIT": "500ms"})); err != nil || c.BodyReadTimeout != 500*time.Millisecond {
+		t.Errorf("REQUEST_TIMEOUT=1s: got body read timeout %v (%v), want 500ms", c.BodyReadTimeout, err)
 	}
 	if c, err := loadConfig(envOf(map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0", "TRUSTED_PROXIES_ALLOW_ALL": "true"})); err != nil || len(c.TrustedProxies) != 1 {
 		t.Errorf("TRUSTED_PROXIES=0.0.0.0/0 with TRUSTED_PROXIES_ALLOW_ALL=true: got %v, %v; want accepted", c.TrustedProxies, err)

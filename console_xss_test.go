@@ -3,52 +3,66 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/console"
 )
 
-// TestConsoleEscapesKeyNames: a lock key whose name is HTML (anyone who can
-// write to Redis chooses key names) shows in the console as text and runs
-// nothing: the payload would mark the page if it ran.
-func TestConsoleEscapesKeyNames(t *testing.T) {
+// TestConsoleEscapesEveryValue: every value the console shows comes from
+// the state feed, and some of it from anyone who can write to Redis (lock
+// key names). The page is fed a state whose every string is HTML that
+// would mark the page if it ran; it must show them as text and run none.
+func TestConsoleEscapesEveryValue(t *testing.T) {
 	t.Parallel()
 	browser := chromiumPath(t)
-	a := launchApp(t, testEnv(t), nil)
-	a.waitListening()
-	admin := a.logs.records("admin listening")
-	if len(admin) == 0 {
-		t.Fatal(`no "admin listening" log line`)
+	payload := func(where string) string {
+		return fmt.Sprintf(`<img src=x onerror="document.body.dataset.pwned='%s'">`, where)
 	}
-	rdb := dbtest.NewRedis(t, redisDB)
-	tag := dbtest.Unique()
-	key := fmt.Sprintf(`lock:<img src=x onerror="document.body.dataset.pwned='%s'">`, tag)
-	if err := rdb.Set(context.Background(), key, "token", 60*time.Second).Err(); err != nil {
-		t.Fatal(err)
+	st := adminState{
+		TimeMillis: time.Now().UnixMilli(),
+		Breakers:   map[string]string{payload("breaker-name"): payload("breaker-state")},
+		Pools:      []poolState{{Name: payload("pool")}},
+		Refused:    map[string]int64{payload("refused") + "/x": 1},
+		Locks:      []lockHolder{{Key: "lock:" + payload("lock"), TTLMs: 1000}},
 	}
-	t.Cleanup(func() { rdb.Del(context.Background(), key) })
+	mux := http.NewServeMux()
+	mux.Handle("GET /", console.Handler())
+	mux.HandleFunc("GET /api/state", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(st)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, browser,
 		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom",
-		fmt.Sprintf("http://%s/", admin[0]["addr"]))
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom", srv.URL+"/")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	dom, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("chromium: %v\n%s", err, stderr.String())
 	}
-	if strings.Contains(string(dom), "data-pwned") {
-		t.Errorf("the key name ran as HTML (data-pwned set); DOM:\n%.3000s", dom)
+	page := string(dom)
+	if i := strings.Index(page, "data-pwned"); i >= 0 {
+		t.Errorf("a value ran as HTML: %s", page[max(0, i-200):min(len(page), i+200)])
 	}
-	if !strings.Contains(string(dom), "lock:&lt;img src=x") {
-		t.Errorf("the hostile key is not shown as text; DOM:\n%.3000s", dom)
+	for _, where := range []string{"lock", "breaker-name", "pool"} {
+		if !strings.Contains(page, "&lt;img src=x onerror=\"document.body.dataset.pwned='"+where+"'\"&gt;") {
+			t.Errorf("the %s value is not shown as text", where)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", page)
 	}
 }

@@ -69,22 +69,39 @@ func newLimitStore(rdb *redis.Client, log *slog.Logger) limiter.Store {
 }
 
 // routeClasses builds the API's admission control, per priority class:
-// per-IP rate limit → shedding → concurrency limit. Low-value reports are
+// rate limit (per API key when a valid one is presented, per IP otherwise)
+// → body read (writes, checkout) → shedding → concurrency limit. Low-value reports are
 // shed at a quarter of the queue that normal reads may join, checkout and
 // writes only at twice it. Every refusal is counted by reason and class.
 func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
-	var lim *limiter.Limiter
+	var lim, keyLim *limiter.Limiter
+	var store limiter.Store
+	if cfg.RateLimit != "off" || cfg.RateLimitKey != "off" {
+		store = newLimitStore(rdb, log)
+	}
 	if cfg.RateLimit != "off" {
 		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
-		lim = limiter.New(newLimitStore(rdb, log), rate)
+		lim = limiter.New(store, rate)
 	}
+	if cfg.RateLimitKey != "off" {
+		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimitKey) // validated by loadConfig
+		keyLim = limiter.New(store, rate)
+	}
+	auth := middleware.NewAuth(middleware.AuthConfig{
+		Static: cfg.APIKeys, Store: repo.NewAPIKeys(mainPool), Scope: repo.ScopeWrite,
+		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond, Log: log,
+	})
 	refused := func(reason, class string) func(*gin.Context) {
 		return func(*gin.Context) { m.refusedBy(reason, class) }
 	}
 	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
 		var hs []gin.HandlerFunc
-		if lim != nil {
-			hs = append(hs, middleware.RateLimit(lim, log, refused("rate_limited", class)))
+		if keyLim != nil {
+			// A valid key, wherever presented, gets its own budget.
+			hs = append(hs, auth.Identify())
+		}
+		if lim != nil || keyLim != nil {
+			hs = append(hs, middleware.RateLimitPer(lim, keyLim, log, refused("rate_limited", class)))
 		}
 		hs = append(hs, before...) // after the rate limit, before anything scarce
 		return append(hs,
@@ -97,10 +114,6 @@ func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool,
 	// a client that trickles its body never holds a slot (see ReadBody).
 	readBody := middleware.ReadBody(middleware.BodyConfig{
 		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
-	})
-	auth := middleware.NewAuth(middleware.AuthConfig{
-		Static: cfg.APIKeys, Store: repo.NewAPIKeys(mainPool), Scope: repo.ScopeWrite,
-		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond, Log: log,
 	})
 	classes := handlers.Classes{
 		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical, readBody),

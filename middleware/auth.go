@@ -105,6 +105,26 @@ func (a *Auth) Require() gin.HandlerFunc {
 	}
 }
 
+// Identify marks a request that carries a valid key (KeyID), so limits
+// can count per key, and lets every other request through anonymously: a
+// missing, unknown or unverifiable key is not an error on routes open to
+// anyone. It never answers by itself.
+func (a *Auth) Identify() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if KeyID(c) != "" {
+			c.Next() // already authenticated (Require)
+			return
+		}
+		if key, presented := bearer(c.GetHeader("Authorization")); presented {
+			sum := sha256.Sum256([]byte(key))
+			if ok, err := a.valid(c.Request.Context(), sum); ok && err == nil {
+				c.Set(ctxKeyID, keyID(sum))
+			}
+		}
+		c.Next()
+	}
+}
+
 // bearer extracts the token of an "Authorization: Bearer <token>" header.
 // The scheme is case-insensitive (RFC 9110 §11.1); the token must be
 // printable ASCII and of a sane length.
