@@ -59,6 +59,8 @@ type config struct {
 	BodyMinRate       int    // bytes per second; 0 = no minimum
 	AdminToken        string // ADMIN_TOKEN: required on the admin listener when set
 	RateLimitKey      string // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
+	UnknownIDFilter   bool   // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
+	UnknownIDLookups  int    // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -109,6 +111,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
 		AdminToken:        p.str("ADMIN_TOKEN", ""),
 		RateLimitKey:      p.str("RATE_LIMIT_KEY", "1000-S"),
+		UnknownIDFilter:   p.boolean("UNKNOWN_ID_FILTER", true),
+		UnknownIDLookups:  p.positive("UNKNOWN_ID_LOOKUPS", 20),
 	}
 	if c.BodyReadTimeout == 0 {
 		// A body may take 2 s, or half the request's deadline if that is

@@ -46,6 +46,7 @@ var configErrorCases = []struct {
 	{"body timeout outlives request", map[string]string{"BODY_READ_TIMEOUT": "6s"}, "BODY_READ_TIMEOUT", ""},
 	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
 	{"key rate limit not a rate", map[string]string{"RATE_LIMIT_KEY": "plenty"}, "RATE_LIMIT_KEY", "plenty"},
+	{"unknown-id lookups zero", map[string]string{"UNKNOWN_ID_LOOKUPS": "0"}, "UNKNOWN_ID_LOOKUPS", `"0"`},
 	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
 	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
 	// A key is a secret: the error names the rule, never the value.
@@ -103,6 +104,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"BODY_MIN_RATE", c.BodyMinRate, 1024},
 		{"ADMIN_TOKEN", c.AdminToken, ""},
 		{"RATE_LIMIT_KEY", c.RateLimitKey, "1000-S"},
+		{"UNKNOWN_ID_FILTER", c.UnknownIDFilter, true},
+		{"UNKNOWN_ID_LOOKUPS", c.UnknownIDLookups, 20},
 	}
 	if c, err := loadConfig(envOf(map[string]string{"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms", "LOCK_WAIT": "500ms"})); err != nil || c.BodyReadTimeout != 500*time.Millisecond {
 		t.Errorf("REQUEST_TIMEOUT=1s: got body read timeout %v (%v), want 500ms", c.BodyReadTimeout, err)

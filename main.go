@@ -101,6 +101,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
+	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
+		products.FilterUnknownIDs(float64(cfg.UnknownIDLookups))
+	}
 	orders := repo.NewOrders(mainPool, log)
 	reports := repo.NewReports(reportsPool)
 

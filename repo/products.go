@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ type Products struct {
 	pool  *db.Pool
 	cache *cache.Cache
 	log   *slog.Logger
+	known *knownIDs // nil: no penetration defence (FilterUnknownIDs)
 }
 
 // NewProducts wires the products repository.
@@ -59,6 +59,14 @@ const KeyPrefix = "product:v1:"
 // public). Such an entry comes from a bug, an old format, or someone who
 // can write to Redis.
 func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error) {
+	v := mayExist
+	if p.known != nil {
+		v = p.known.check(ctx, p.pool, id)
+	}
+	if v == absent {
+		// Never created: no query, no Redis key (see knownIDs).
+		return Product{}, Freshness{Status: cache.Hit}, fmt.Errorf("product %d: %w", id, ErrNotFound)
+	}
 	load := func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
 	res, err := p.cache.Fetch(ctx, Key(id), load)
 	if err != nil {
@@ -94,25 +102,10 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	if res.Absent {
 		return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
 	}
+	if v == lookUp {
+		p.known.add(id)
+	}
 	return pr, f, nil
-}
-
-// verify decodes a cached product and checks it is product id. A cached
-// "absent" is valid as it is.
-func verify(res cache.Result, id int64) (Product, error) {
-	if res.Absent {
-		return Product{}, nil
-	}
-	var pr Product
-	dec := json.NewDecoder(bytes.NewReader(res.Value))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&pr); err != nil {
-		return Product{}, fmt.Errorf("decode cached product %d: %w", id, err)
-	}
-	if pr.ID != id {
-		return Product{}, fmt.Errorf("cached entry of product %d holds product %d", id, pr.ID)
-	}
-	return pr, nil
 }
 
 // load is the single query a cache miss may cost.
@@ -173,6 +166,9 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	})
 	if err != nil {
 		return Product{}, unavailable(fmt.Errorf("create product: %w", err), time.Second)
+	}
+	if p.known != nil {
+		p.known.add(pr.ID)
 	}
 	p.writeThrough(ctx, pr.ID)
 	return pr.inUTC(), nil
