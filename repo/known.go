@@ -106,10 +106,12 @@ func (k *knownIDs) refresh(ctx context.Context, pool interface {
 }, catchUp bool) bool {
 	k.mu.RLock()
 	full := k.filter == nil || time.Since(k.loadedAt) > knownReloadEvery
-	due := catchUp && time.Since(k.caughtUp) >= knownCatchUpEvery
+	// At most one query per knownCatchUpEvery, failed ones included: a
+	// database outage must not turn every read into a load attempt.
+	due := time.Since(k.caughtUp) >= knownCatchUpEvery
 	after := k.maxID
 	k.mu.RUnlock()
-	if !full && !due {
+	if !due || (!full && !catchUp) {
 		return false
 	}
 	if !k.loading.TryLock() {
