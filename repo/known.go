@@ -40,6 +40,9 @@ const (
 	knownFalsePositive = 0.001
 	// knownCatchUpEvery bounds the queries that look for new ids.
 	knownCatchUpEvery = time.Second
+	// knownCatchUpOverlap is how far below the highest known id a
+	// catch-up looks again, for ids that committed out of order.
+	knownCatchUpOverlap = 1000
 	// knownReloadEvery rebuilds the filter from scratch, for ids that
 	// appeared below the highest one (inserted outside the app).
 	knownReloadEvery = 10 * time.Minute
@@ -87,13 +90,15 @@ func (k *knownIDs) seen(id int64) bool {
 	return k.filter != nil && k.filter.Test(idKey(id))
 }
 
-// add records an id that exists (created here, or found by a lookup).
+// add records an id that exists (created here, or found by a lookup). It
+// leaves maxID alone: maxID is what the database showed, so ids between it
+// and a new one (created meanwhile on other instances) stay "above the
+// highest known" and may still be looked up.
 func (k *knownIDs) add(id int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.filter != nil {
 		k.filter.Add(idKey(id))
-		k.maxID = max(k.maxID, id)
 	}
 }
 
@@ -120,6 +125,10 @@ func (k *knownIDs) refresh(ctx context.Context, pool interface {
 	defer k.loading.Unlock()
 	if full {
 		after = 0
+	} else {
+		// Ids are handed out before their transactions commit, so a lower
+		// id can appear after a higher one: look a little below.
+		after = max(0, after-knownCatchUpOverlap)
 	}
 	var ids []int64
 	err := pool.With(ctx, func(conn *pgxpool.Conn) error {
