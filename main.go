@@ -102,7 +102,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
 	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
-		products.FilterUnknownIDs(float64(cfg.UnknownIDLookups))
+		if err := products.FilterUnknownIDs(ctx, float64(cfg.UnknownIDLookups)); err != nil {
+			log.Warn("unknown-id filter: loaded later", "err", err)
+		}
 	}
 	orders := repo.NewOrders(mainPool, log)
 	reports := repo.NewReports(reportsPool)

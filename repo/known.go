@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"sync"
 	"time"
 
@@ -50,9 +51,21 @@ const (
 
 // FilterUnknownIDs turns on the penetration defence: at most perSecond
 // lookups per second of ids the filter does not know (plus one catch-up
-// query per second). Call it once, before serving.
-func (p *Products) FilterUnknownIDs(perSecond float64) {
+// query per second). Call it once, before serving: it loads the filter
+// now, so no request waits for that. On an error the defence stays on and
+// the filter is loaded by a later read (at most one try a second).
+func (p *Products) FilterUnknownIDs(ctx context.Context, perSecond float64) error {
 	p.known = &knownIDs{perSecond: perSecond, budget: rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))}
+	if !p.known.refresh(ctx, p.pool, false) || !p.known.loaded() {
+		return errors.New("repo: product id filter not loaded yet")
+	}
+	return nil
+}
+
+func (k *knownIDs) loaded() bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.filter != nil
 }
 
 // verdict is what the filter says of an id.
@@ -66,15 +79,20 @@ const (
 
 // check says whether id may exist. Any failure to load the filter means
 // mayExist: the defence never turns an outage into wrong 404s.
+//
+// A read of a known id never pays for the filter's upkeep: the reload and
+// the catch-ups happen on the path of unknown ids only.
 func (k *knownIDs) check(ctx context.Context, pool interface {
 	With(context.Context, func(*pgxpool.Conn) error) error
 }, id int64) verdict {
-	k.refresh(ctx, pool, false)
 	k.mu.RLock()
 	loaded, seen, maxID := k.filter != nil, k.filter != nil && k.filter.Test(idKey(id)), k.maxID
 	k.mu.RUnlock()
 	switch {
-	case !loaded, seen:
+	case !loaded:
+		k.refresh(ctx, pool, false) // the start-up load failed: try again
+		return mayExist
+	case seen:
 		return mayExist
 	case id > maxID && k.budget.Allow():
 		return lookUp // perhaps created on another instance a moment ago
