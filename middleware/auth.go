@@ -57,11 +57,14 @@ func KeyID(c *gin.Context) string { return c.GetString(ctxKeyID) }
 
 // Auth checks bearer keys. It is safe for concurrent use.
 type Auth struct {
-	cfg      AuthConfig
-	static   [][32]byte
-	lookups  *rate.Limiter
-	mu       sync.Mutex
-	verified map[[32]byte]time.Time // hash → believed until
+	cfg    AuthConfig
+	static [][32]byte
+	// Store lookups of keys not yet believed, one budget for the routes
+	// that require a key and one for those that only identify it: made-up
+	// keys sent to open routes cannot starve writes of their lookups.
+	lookups, identifyLookups *rate.Limiter
+	mu                       sync.Mutex
+	verified                 map[[32]byte]time.Time // hash → believed until
 }
 
 // NewAuth builds the checker. With no static key and no store every write
@@ -71,7 +74,8 @@ func NewAuth(cfg AuthConfig) *Auth {
 	for _, k := range cfg.Static {
 		a.static = append(a.static, sha256.Sum256([]byte(k)))
 	}
-	a.lookups = rate.NewLimiter(rate.Limit(max(cfg.LookupsPerSecond, 1)), max(int(cfg.LookupsPerSecond), 1))
+	limit, burst := rate.Limit(max(cfg.LookupsPerSecond, 1)), max(int(cfg.LookupsPerSecond), 1)
+	a.lookups, a.identifyLookups = rate.NewLimiter(limit, burst), rate.NewLimiter(limit, burst)
 	return a
 }
 
@@ -88,7 +92,7 @@ func (a *Auth) Require() gin.HandlerFunc {
 			return
 		}
 		sum := sha256.Sum256([]byte(key))
-		ok, err := a.valid(c.Request.Context(), sum)
+		ok, err := a.valid(c.Request.Context(), sum, a.lookups)
 		switch {
 		case err != nil:
 			a.cfg.Log.Warn("api key check failed", "err", err)
@@ -117,7 +121,7 @@ func (a *Auth) Identify() gin.HandlerFunc {
 		}
 		if key, presented := bearer(c.GetHeader("Authorization")); presented {
 			sum := sha256.Sum256([]byte(key))
-			if ok, err := a.valid(c.Request.Context(), sum); ok && err == nil {
+			if ok, err := a.valid(c.Request.Context(), sum, a.identifyLookups); ok && err == nil {
 				c.Set(ctxKeyID, keyID(sum))
 			}
 		}
@@ -148,7 +152,7 @@ func bearer(h string) (string, bool) {
 // valid reports whether sum is a key's hash: a static key (compared in
 // constant time, every one of them, so timing says nothing about which or
 // how close), a recently verified key, or a key in the store.
-func (a *Auth) valid(ctx context.Context, sum [32]byte) (bool, error) {
+func (a *Auth) valid(ctx context.Context, sum [32]byte, lookups *rate.Limiter) (bool, error) {
 	match := 0
 	for i := range a.static {
 		match |= subtle.ConstantTimeCompare(a.static[i][:], sum[:])
@@ -166,7 +170,7 @@ func (a *Auth) valid(ctx context.Context, sum [32]byte) (bool, error) {
 	if hit && now.Before(until) {
 		return true, nil
 	}
-	if !a.lookups.Allow() {
+	if !lookups.Allow() {
 		return false, errUnverifiable
 	}
 	ok, err := a.cfg.Store.HasHash(ctx, sum, a.cfg.Scope)
