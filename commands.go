@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +33,8 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	scope := fs.String("scope", repo.ScopeWrite, "what the key may do: "+strings.Join(repo.Scopes, ", "))
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	// Every argument is checked before anything connects or migrates.
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || !slices.Contains(repo.Scopes, *scope) {
 		return fmt.Errorf("usage: api keys create [--scope %s]", strings.Join(repo.Scopes, "|"))
 	}
 	cfg, err := loadConfig(getenv)
