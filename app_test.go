@@ -35,6 +35,8 @@ func testEnv(t *testing.T) map[string]string {
 		// The limiter counts per IP in Redis db 4, shared by every app of
 		// the binary: parallel tests would share one budget.
 		"RATE_LIMIT": "off",
+		// Likewise for the per-key budget of the key below.
+		"RATE_LIMIT_KEY": "off",
 		// Product writes need a key; send presents this one by default.
 		"API_KEYS": testAPIKey,
 	}
