@@ -6,7 +6,7 @@ export DATABASE_URL REDIS_URL
 
 GO ?= go
 
-.PHONY: build run test vet bench lint services lab
+.PHONY: build run test vet bench lint services lab fuzz
 
 build:
 	$(GO) build -o bin/api .
@@ -19,6 +19,15 @@ test: services
 
 vet:
 	$(GO) vet ./...
+
+# Fuzz the id, ETag, bearer-token and JSON-body parsers, FUZZTIME each (their
+# seed corpora already run as plain tests in `make test`).
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalInt$$' -fuzztime $(FUZZTIME) ./handlers
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitETags$$' -fuzztime $(FUZZTIME) ./handlers
+	$(GO) test -run '^$$' -fuzz '^FuzzProductBody$$' -fuzztime $(FUZZTIME) ./handlers
+	$(GO) test -run '^$$' -fuzz '^FuzzBearer$$' -fuzztime $(FUZZTIME) ./middleware
 
 bench: services
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -61,7 +61,16 @@ type admin struct {
 	rdb      *redis.Client
 	ns       string // CACHE_NAMESPACE with its ":", or ""
 	log      *slog.Logger
+	// token (ADMIN_TOKEN), when set, is required on every request; when
+	// empty, only requests naming a loopback Host are served (see guard).
+	token string
+	// maxProfile caps pprof's ?seconds= (maxProfileDefault when zero).
+	maxProfile time.Duration
 }
+
+// maxProfileDefault caps a CPU profile or trace: ?seconds=1000 must not
+// keep a profiler (and its overhead) running for a quarter of an hour.
+const maxProfileDefault = 30 * time.Second
 
 func (a *admin) handler() http.Handler {
 	mux := http.NewServeMux()
@@ -69,10 +78,10 @@ func (a *admin) handler() http.Handler {
 	mux.HandleFunc("GET /api/state", a.state)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.Handle("GET /debug/pprof/profile", a.capSeconds(http.HandlerFunc(pprof.Profile)))
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	return mux
+	mux.Handle("GET /debug/pprof/trace", a.capSeconds(http.HandlerFunc(pprof.Trace)))
+	return a.guard(mux)
 }
 
 func (a *admin) state(w http.ResponseWriter, r *http.Request) {
@@ -157,11 +166,16 @@ func serveAdmin(addr string, a *admin, log *slog.Logger) (stop func(context.Cont
 	if err != nil {
 		return nil, fmt.Errorf("admin listen %s: %w", addr, err)
 	}
+	if a.token == "" && !isLoopbackAddr(addr) {
+		log.Warn("admin listener is not on loopback and ADMIN_TOKEN is empty: only requests naming a loopback Host are served; set ADMIN_TOKEN",
+			"addr", addr)
+	}
 	srv := &http.Server{
 		Handler:           a.handler(),
 		ReadHeaderTimeout: 5 * time.Second,
-		// pprof's profile and trace stream for up to their ?seconds= value.
-		WriteTimeout: 2 * time.Minute,
+		// pprof's profile and trace stream for up to their ?seconds= value,
+		// which capSeconds bounds.
+		WriteTimeout: maxProfileDefault + 30*time.Second,
 		IdleTimeout:  time.Minute,
 	}
 	go func() {

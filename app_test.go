@@ -35,8 +35,15 @@ func testEnv(t *testing.T) map[string]string {
 		// The limiter counts per IP in Redis db 4, shared by every app of
 		// the binary: parallel tests would share one budget.
 		"RATE_LIMIT": "off",
+		// Likewise for the per-key budget of the key below.
+		"RATE_LIMIT_KEY": "off",
+		// Product writes need a key; send presents this one by default.
+		"API_KEYS": testAPIKey,
 	}
 }
+
+// testAPIKey is the write key of every test app (API_KEYS in testEnv).
+const testAPIKey = "test-key-0123456789abcdef"
 
 // logCapture is run's stdout: it keeps complete JSON lines, safely for
 // concurrent writers and readers.
@@ -180,6 +187,11 @@ func send(method, url string, headers map[string]string, body string) (*http.Res
 	}
 	if method == http.MethodPost || method == http.MethodPut {
 		req.Header.Set("Content-Type", "application/json")
+		// Product writes need a key (API_KEYS); a test that means to send
+		// none, or another, names its own Authorization header.
+		if _, own := headers["Authorization"]; !own && strings.HasPrefix(req.URL.Path, "/products") {
+			req.Header.Set("Authorization", "Bearer "+testAPIKey)
+		}
 	}
 	for k, v := range headers {
 		req.Header.Set(k, v)

@@ -16,6 +16,7 @@ import (
 //	LOCK_TTL             T  = S + 0.1 R    > S: a live query never outlives its lock
 //	LOCK_WAIT            W  = 0.9 R        ≥ T + L: a waiter outlives a dead holder
 //	HTTP_WRITE_TIMEOUT   WT = 1.5 R        > R: the server never cuts an answer
+//	BODY_READ_TIMEOUT    B  = min(2 s, R/2) < R: a slow body leaves time to answer
 //
 // With R = 10 s: A 2 s, S 3 s, L 5 s, T 4 s, W 9 s, WT 15 s. A value that is
 // set stays as set; an unset REQUEST_TIMEOUT grows so that the inner values
@@ -34,7 +35,10 @@ const (
 // of them the user gave, for messages that say what to change.
 type timeBudget struct {
 	Request, Acquire, Statement, LockTTL, LockWait, Write time.Duration
-	set                                                   map[string]bool
+	// Body bounds reading a request body (slow clients): 2 s, or half the
+	// request if shorter, so the handler keeps time to answer.
+	Body time.Duration
+	set  map[string]bool
 }
 
 // Load is the deadline of one shared load, counted from the moment it holds
@@ -45,7 +49,7 @@ func share(d time.Duration, f float64) time.Duration { return time.Duration(floa
 
 // readBudget reads the six timeouts and derives the unset ones.
 func readBudget(p *envParser) timeBudget {
-	names := []string{"REQUEST_TIMEOUT", "DB_ACQUIRE_TIMEOUT", "DB_STATEMENT_TIMEOUT", "LOCK_TTL", "LOCK_WAIT", "HTTP_WRITE_TIMEOUT"}
+	names := []string{"REQUEST_TIMEOUT", "DB_ACQUIRE_TIMEOUT", "DB_STATEMENT_TIMEOUT", "LOCK_TTL", "LOCK_WAIT", "HTTP_WRITE_TIMEOUT", "BODY_READ_TIMEOUT"}
 	b := timeBudget{set: map[string]bool{}}
 	for _, n := range names {
 		b.set[n] = p.set(n)
@@ -56,6 +60,7 @@ func readBudget(p *envParser) timeBudget {
 	b.LockTTL = p.duration("LOCK_TTL", 0)
 	b.LockWait = p.duration("LOCK_WAIT", 0)
 	b.Write = p.duration("HTTP_WRITE_TIMEOUT", 0)
+	b.Body = p.duration("BODY_READ_TIMEOUT", 0)
 	b.derive()
 	return b
 }
@@ -99,6 +104,9 @@ func (b *timeBudget) derive() {
 	if b.Write == 0 {
 		b.Write = share(r, shareWrite)
 	}
+	if b.Body == 0 {
+		b.Body = min(2*time.Second, r/2)
+	}
 }
 
 // origin says where a value came from, for error messages.
@@ -132,6 +140,8 @@ func (b timeBudget) check() []error {
 			"must be shorter than", "a waiter must give up before its request does"},
 		{b.Request < b.Write, "REQUEST_TIMEOUT", b.Request, "HTTP_WRITE_TIMEOUT", b.Write,
 			"must be shorter than", "or the server cuts answers the handler still writes"},
+		{b.Body < b.Request, "BODY_READ_TIMEOUT", b.Body, "REQUEST_TIMEOUT", b.Request,
+			"must be shorter than", "or a slow body leaves the handler no time"},
 	}
 	var errs []error
 	for _, r := range rules {

@@ -68,6 +68,13 @@ type config struct {
 	ShutdownTimeout      time.Duration
 	HotKeys              []int64
 	LogLevel             string
+	APIKeys              []string // API_KEYS: bearer keys with write scope, besides the api_keys table
+	BodyReadTimeout      time.Duration
+	BodyMinRate          int    // bytes per second; 0 = no minimum
+	AdminToken           string // ADMIN_TOKEN: required on the admin listener when set
+	RateLimitKey         string // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
+	UnknownIDFilter      bool   // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
+	UnknownIDLookups     int    // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -105,6 +112,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		HotKeys:           p.ids("HOT_KEYS"),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		APIKeys:           p.apiKeys("API_KEYS"),
+		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
+		AdminToken:        p.str("ADMIN_TOKEN", ""),
+		RateLimitKey:      p.str("RATE_LIMIT_KEY", "1000-S"),
+		UnknownIDFilter:   p.boolean("UNKNOWN_ID_FILTER", true),
+		UnknownIDLookups:  p.positive("UNKNOWN_ID_LOOKUPS", 20),
 	}
 	if opt, err := redis.ParseURL(c.RedisURL); err != nil {
 		p.fail("REDIS_URL", c.RedisURL, err.Error())
@@ -116,6 +129,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.RequestTimeout, c.AcquireTimeout, c.StmtTimeout = budget.Request, budget.Acquire, budget.Statement
 	c.LockTTL, c.LockWait, c.WriteTimeout, c.LoadTimeout = budget.LockTTL, budget.LockWait, budget.Write, budget.Load()
 	c.LockCoversDeadHolder = budget.coversDeadHolder()
+	c.BodyReadTimeout = budget.Body
 	ttls := readTTLs(&p)
 	c.CacheTTL, c.CacheSoftTTL, c.L1TTL = ttls.Hard, ttls.Soft, ttls.L1
 	c.BreakerOpenMin, c.BreakerOpenMax, c.BreakerOpenOld = breakerOpen(&p)
@@ -139,9 +153,20 @@ func loadConfig(getenv func(string) string) (config, error) {
 		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
 		NotFoundMaxAge:       min(c.CacheNegTTL, maxAge),
 	}
+	// A range of every address would believe any client's X-Forwarded-For:
+	// every limit per address could be dodged by writing a header.
+	if !p.boolean("TRUSTED_PROXIES_ALLOW_ALL", false) && coversAll(c.TrustedProxies) {
+		p.fail("TRUSTED_PROXIES", getenv("TRUSTED_PROXIES"),
+			"a range of every address lets any client choose its IP with X-Forwarded-For; list your proxies, or set TRUSTED_PROXIES_ALLOW_ALL=true")
+	}
 	if c.RateLimit != "off" {
 		if _, err := limiter.NewRateFromFormatted(c.RateLimit); err != nil {
 			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)
+		}
+	}
+	if c.RateLimitKey != "off" {
+		if _, err := limiter.NewRateFromFormatted(c.RateLimitKey); err != nil {
+			p.fail("RATE_LIMIT_KEY", c.RateLimitKey, `want "off" or N-S, N-M, N-H, N-D (e.g. 1000-S)`)
 		}
 	}
 	p.errs = append(p.errs, budget.check()...)

@@ -49,6 +49,15 @@ var configErrorCases = []struct {
 	{"redis URL not a URL", map[string]string{"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL", "http://127.0.0.1:6379"},
 	{"redis DB not a number", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/x"}, "REDIS_URL", "redis://127.0.0.1:6379/x"},
 	{"L1 beyond soft TTL", map[string]string{"L1_TTL": "5s", "CACHE_SOFT_TTL": "5s"}, "L1_TTL", ""},
+	{"body timeout outlives request", map[string]string{"BODY_READ_TIMEOUT": "6s", "REQUEST_TIMEOUT": "5s"}, "BODY_READ_TIMEOUT", ""},
+	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
+	{"key rate limit not a rate", map[string]string{"RATE_LIMIT_KEY": "plenty"}, "RATE_LIMIT_KEY", "plenty"},
+	{"unknown-id lookups zero", map[string]string{"UNKNOWN_ID_LOOKUPS": "0"}, "UNKNOWN_ID_LOOKUPS", `"0"`},
+	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
+	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
+	// A key is a secret: the error names the rule, never the value.
+	{"API key too short", map[string]string{"API_KEYS": "guessable"}, "API_KEYS", "(hidden)"},
+	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -96,6 +105,19 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"HTTP_MAX_AGE", c.HTTPCache.MaxAge, 30 * time.Second},
 		{"HTTP_STALE_WHILE_REVALIDATE", c.HTTPCache.StaleWhileRevalidate, 570 * time.Second},
 		{"HTTP_STALE_IF_ERROR", c.HTTPCache.StaleIfError, 10 * time.Minute},
+		{"API_KEYS", len(c.APIKeys), 0},
+		{"BODY_READ_TIMEOUT", c.BodyReadTimeout, 2 * time.Second},
+		{"BODY_MIN_RATE", c.BodyMinRate, 1024},
+		{"ADMIN_TOKEN", c.AdminToken, ""},
+		{"RATE_LIMIT_KEY", c.RateLimitKey, "1000-S"},
+		{"UNKNOWN_ID_FILTER", c.UnknownIDFilter, true},
+		{"UNKNOWN_ID_LOOKUPS", c.UnknownIDLookups, 20},
+	}
+	if c, err := loadConfig(envOf(map[string]string{"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms", "LOCK_WAIT": "500ms"})); err != nil || c.BodyReadTimeout != 500*time.Millisecond {
+		t.Errorf("REQUEST_TIMEOUT=1s: got body read timeout %v (%v), want 500ms", c.BodyReadTimeout, err)
+	}
+	if c, err := loadConfig(envOf(map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0", "TRUSTED_PROXIES_ALLOW_ALL": "true"})); err != nil || len(c.TrustedProxies) != 1 {
+		t.Errorf("TRUSTED_PROXIES=0.0.0.0/0 with TRUSTED_PROXIES_ALLOW_ALL=true: got %v, %v; want accepted", c.TrustedProxies, err)
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {

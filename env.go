@@ -187,3 +187,27 @@ func (p *envParser) fraction(name string, def, most float64) float64 {
 	}
 	return f
 }
+
+// apiKeys reads bearer keys. A short key could be guessed, and a key with
+// spaces or control characters could never be sent in a header.
+func (p *envParser) apiKeys(name string) []string {
+	keys := splitList(p.getenv(name))
+	for _, k := range keys {
+		if len(k) < 16 || len(k) > 256 || strings.ContainsFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+			p.fail(name, "(hidden)", "each key must be 16 to 256 printable ASCII characters without spaces")
+			return nil
+		}
+	}
+	return keys
+}
+
+// coversAll reports whether a CIDR list holds a range of every address
+// (0.0.0.0/0, ::/0).
+func coversAll(cidrs []string) bool {
+	for _, s := range cidrs {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Bits() == 0 {
+			return true
+		}
+	}
+	return false
+}

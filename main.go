@@ -28,7 +28,13 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
+	serve := run
+	if len(os.Args) > 1 { // a subcommand such as `api keys create`
+		serve = func(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+			return runCommand(ctx, os.Args[1:], getenv, stdout)
+		}
+	}
+	if err := serve(context.Background(), os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -108,11 +114,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
+	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
+		if err := products.FilterUnknownIDs(ctx, float64(cfg.UnknownIDLookups)); err != nil {
+			log.Warn("unknown-id filter: loaded later", "err", err)
+		}
+	}
 	orders := repo.NewOrders(mainPool, log)
 	reports := repo.NewReports(reportsPool)
 
 	// ---- HTTP ----------------------------------------------------------------
-	health := handlers.NewHealth(time.Second,
+	health := handlers.NewHealth(time.Second, log,
 		handlers.Check{Name: "postgres", Ping: mainPool.Ping},
 		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.Breaker)},
@@ -144,7 +155,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	// ---- Admin: console, state feed, pprof (loopback by default) -------------
 	if cfg.AdminAddr != "off" {
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log}
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
 			// The default port is taken, most likely by another instance on

@@ -18,6 +18,7 @@ import (
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/middleware"
+	"github.com/stampede-guard/api/repo"
 )
 
 // newEngine builds gin with the request-wide middleware in its explicit
@@ -31,6 +32,10 @@ func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 	if err := engine.SetTrustedProxies(cfg.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("config: TRUSTED_PROXIES: %w", err)
 	}
+	// Only X-Forwarded-For, as documented: gin would also believe
+	// X-Real-IP, which a proxy that only appends X-Forwarded-For passes on
+	// from the client untouched.
+	engine.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	engine.Use(
 		middleware.Recover(log),
 		middleware.RequestLog(log),
@@ -64,35 +69,73 @@ func newLimitStore(rdb *redis.Client, ns string, log *slog.Logger) limiter.Store
 }
 
 // routeClasses builds the API's admission control, per priority class:
-// per-IP rate limit → shedding → concurrency limit. Low-value reports are
+// rate limit (per API key when a valid one is presented, per IP otherwise)
+// → body read (writes, checkout) → shedding → concurrency limit. Low-value reports are
 // shed at a quarter of the queue that normal reads may join, checkout and
 // writes only at twice it. Every refusal is counted by reason and class.
 func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
-	var lim *limiter.Limiter
+	var lim, keyLim *limiter.Limiter
+	var store limiter.Store
+	if cfg.RateLimit != "off" || cfg.RateLimitKey != "off" {
+		store = newLimitStore(rdb, cfg.namespace(), log)
+	}
 	if cfg.RateLimit != "off" {
 		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
-		lim = limiter.New(newLimitStore(rdb, cfg.namespace(), log), rate)
+		lim = limiter.New(store, rate)
 	}
+	if cfg.RateLimitKey != "off" {
+		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimitKey) // validated by loadConfig
+		keyLim = limiter.New(store, rate)
+	}
+	auth := middleware.NewAuth(middleware.AuthConfig{
+		Static: cfg.APIKeys, Store: repo.NewAPIKeys(mainPool), Scope: repo.ScopeWrite,
+		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond, Log: log,
+	})
 	refused := func(reason, class string) func(*gin.Context) {
 		return func(*gin.Context) { m.refusedBy(reason, class) }
 	}
-	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int) []gin.HandlerFunc {
+	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
 		var hs []gin.HandlerFunc
-		if lim != nil {
-			hs = append(hs, middleware.RateLimit(lim, log, refused("rate_limited", class)))
+		if keyLim != nil {
+			// A valid key, wherever presented, gets its own budget.
+			hs = append(hs, auth.Identify())
 		}
+		if lim != nil || keyLim != nil {
+			hs = append(hs, middleware.RateLimitPer(lim, keyLim, log, refused("rate_limited", class)))
+		}
+		hs = append(hs, before...) // after the rate limit, before anything scarce
 		return append(hs,
 			middleware.Shed(q, maxWaiting, atDoor, db.WithMaxWaiting, refused("shed", class)),
 			middleware.Limit(concurrency, refused("concurrency", class)),
 		)
 	}
 	limit := int64(cfg.ShedMaxWaiting)
-	return handlers.Classes{
-		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical),
+	// Bodies are read whole before shedding and the concurrency limit, so
+	// a client that trickles its body never holds a slot (see ReadBody).
+	readBody := middleware.ReadBody(middleware.BodyConfig{
+		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
+	})
+	classes := handlers.Classes{
+		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical, readBody),
 		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
 		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
 	}
+	classes.Authorize = auth.Require()
+	return classes
 }
+
+// A key from the api_keys table is believed for apiKeyCacheTTL after a
+// lookup (a deleted key works that much longer); lookups of keys not yet
+// believed are bounded per instance, so made-up keys cannot flood
+// PostgreSQL.
+const (
+	apiKeyCacheTTL         = 30 * time.Second
+	apiKeyLookupsPerSecond = 20
+)
+
+// bodyReadGrace is how long a body may take before BODY_MIN_RATE applies:
+// the few hundred bytes of a normal body arrive well within it.
+const bodyReadGrace = 500 * time.Millisecond
 
 // poolConfig sizes one bulkhead pool.
 func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Config {
@@ -141,12 +184,13 @@ func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.L
 	return nil
 }
 
-// breakerCheck makes a breaker's state a readiness check: open is not ready.
-// Half-open counts as open: user calls are refused until the probe passes.
+// breakerCheck reports a breaker's state in /readyz's body (never in its
+// status: see handlers.Health): open or probing, with the time to the next
+// probe and the failed probes so far.
 func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error {
 	return func(context.Context) error {
 		if s := snapshot(); s.State != breaker.Closed {
-			return fmt.Errorf("circuit %s, next probe in %.1fs, %d failed probes", s.State, s.NextProbeSeconds, s.FailedProbes)
+			return fmt.Errorf("%w (%s, next probe in %.1fs, %d failed probes)", handlers.ErrBreakerOpen, s.State, s.NextProbeSeconds, s.FailedProbes)
 		}
 		return nil
 	}

@@ -54,3 +54,10 @@ func IsTransient(err error) bool {
 	}
 	return pgconn.SafeToRetry(err)
 }
+
+// IsCheckViolation reports whether err is PostgreSQL refusing a row because
+// of the named CHECK constraint.
+func IsCheckViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == constraint
+}

@@ -1,28 +1,49 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 )
 
-// maxBody caps request bodies; larger ones are refused with 413.
-const maxBody = 1 << 20
+// MaxBody caps request bodies; larger ones are refused with 413.
+const MaxBody = 1 << 20
 
 // decodeJSON reads exactly one JSON object into dst, strictly: JSON content
-// type, at most maxBody bytes, no unknown fields, no trailing data.
+// type, at most MaxBody bytes, no unknown, duplicate or case-mismatched
+// keys, no trailing data. A Content-Length over the limit is refused before
+// anything is read, so a client that sent Expect: 100-continue never gets
+// its 100 Continue.
 func decodeJSON(c *gin.Context, dst any) error {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return &requestError{status: http.StatusUnsupportedMediaType, msg: "Content-Type must be application/json"}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	if c.Request.ContentLength > MaxBody {
+		return tooLarge()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody))
+	if err != nil {
+		var big *http.MaxBytesError
+		if errors.As(err, &big) {
+			return tooLarge()
+		}
+		// A read error names sockets (ours and the client's): never echo it.
+		return &requestError{status: http.StatusBadRequest, msg: "request body could not be read", cause: err}
+	}
+	if err := checkKeys(body, dst); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err)
@@ -30,25 +51,78 @@ func decodeJSON(c *gin.Context, dst any) error {
 	// Decode stops after the first value; anything but the end of input
 	// after it is a malformed request, not something to ignore.
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return jsonError(err)
-		}
 		return badRequest("request body must hold a single JSON object")
 	}
 	return nil
+}
+
+func tooLarge() error {
+	return &requestError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", MaxBody)}
+}
+
+// checkKeys refuses what encoding/json would quietly accept in a top-level
+// object: a key given twice (the last one would win: two readers of the
+// body could disagree) and a key that matches a field only when case is
+// ignored ("Price_Cents"). Anything not an object is left to the decoder.
+func checkKeys(body []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	names := jsonNames(dst)
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // malformed: the decoder says so
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return badRequest(fmt.Sprintf("field %q appears more than once", key))
+		}
+		seen[key] = true
+		if !names[key] {
+			for n := range names {
+				if strings.EqualFold(n, key) {
+					return badRequest(fmt.Sprintf("unknown field %q (field names are case-sensitive: %q)", key, n))
+				}
+			}
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// jsonNames is the set of JSON keys of the struct dst points to.
+func jsonNames(dst any) map[string]bool {
+	names := map[string]bool{}
+	t := reflect.TypeOf(dst)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return names
+	}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
 }
 
 func jsonError(err error) error {
 	var (
 		syntax  *json.SyntaxError
 		typ     *json.UnmarshalTypeError
-		tooBig  *http.MaxBytesError
 		invalid *json.InvalidUnmarshalError
 	)
 	switch {
-	case errors.As(err, &tooBig):
-		return &requestError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBody)}
 	case errors.Is(err, io.EOF):
 		return badRequest("request body is empty")
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
@@ -60,27 +134,48 @@ func jsonError(err error) error {
 	case errors.As(err, &invalid):
 		return err // a programming error: 500
 	}
-	// DisallowUnknownFields reports `json: unknown field "x"` with no type.
-	return badRequest(err.Error())
+	// DisallowUnknownFields reports `json: unknown field "x"`; pass that
+	// on, and nothing else the decoder may say.
+	if msg := err.Error(); strings.HasPrefix(msg, `json: unknown field "`) {
+		return badRequest(strings.TrimPrefix(msg, "json: "))
+	}
+	return &requestError{status: http.StatusBadRequest, msg: "request body is not valid JSON", cause: err}
 }
 
-// pathID parses the :id path parameter: a positive integer.
+// pathID parses the :id path parameter: a positive integer in canonical
+// form, so one resource has one URL ("+1", "01" and "%2B0001" are not 1).
 func pathID(c *gin.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, badRequest("id must be a positive integer")
+	id, ok := canonicalInt(c.Param("id"))
+	if !ok || id <= 0 {
+		return 0, badRequest("id must be a positive integer in canonical form (no sign, no leading zeros)")
 	}
 	return id, nil
 }
 
-// queryInt parses an optional integer query parameter within [lo, hi].
+// canonicalInt parses a non-negative decimal integer written the one way
+// strconv.FormatInt writes it: digits only, no sign, no leading zero.
+func canonicalInt(s string) (int64, bool) {
+	if s == "" || len(s) > 19 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// queryInt parses an optional integer query parameter within [lo, hi]
+// (lo ≥ 0), in canonical form.
 func queryInt(c *gin.Context, name string, def, lo, hi int64) (int64, error) {
 	v, ok := c.GetQuery(name)
 	if !ok {
 		return def, nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < lo || n > hi {
+	n, ok := canonicalInt(v)
+	if !ok || n < lo || n > hi {
 		return 0, badRequest(fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi))
 	}
 	return n, nil

@@ -21,9 +21,12 @@ import (
 type requestError struct {
 	status int
 	msg    string
+	cause  error // logged, never sent: it may name sockets or internals
 }
 
 func (e *requestError) Error() string { return e.msg }
+
+func (e *requestError) Unwrap() error { return e.cause }
 
 func badRequest(msg string) error { return &requestError{status: http.StatusBadRequest, msg: msg} }
 
@@ -33,6 +36,9 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	var re *requestError
 	switch {
 	case errors.As(err, &re):
+		if re.cause != nil {
+			log.Info("bad request", "path", c.FullPath(), "request_id", c.GetString("request_id"), "err", re.cause)
+		}
 		abort(c, re.status, re.msg)
 	case errors.Is(err, repo.ErrInvalid):
 		abort(c, http.StatusBadRequest, "a value in the request is not valid text or is out of range")

@@ -96,7 +96,11 @@ func TestDecodeJSON(t *testing.T) {
 		{"overflow", "application/json", `{"name":"a","price_cents":1e40}`, http.StatusBadRequest},
 		{"text/plain", "text/plain", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
 		{"no content type", "", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
-		{"too large", "application/json", `{"name":"` + strings.Repeat("a", maxBody) + `","price_cents":1}`, http.StatusRequestEntityTooLarge},
+		{"duplicate key", "application/json", `{"name":"a","price_cents":1,"price_cents":0}`, http.StatusBadRequest},
+		{"duplicate key, same value", "application/json", `{"name":"a","name":"a","price_cents":1}`, http.StatusBadRequest},
+		{"key in another case", "application/json", `{"name":"a","Price_Cents":1}`, http.StatusBadRequest},
+		{"key in upper case", "application/json", `{"NAME":"a","price_cents":1}`, http.StatusBadRequest},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", MaxBody) + `","price_cents":1}`, http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,13 +130,17 @@ func serve(t *testing.T, store productStore, req *http.Request) *httptest.Respon
 	r := gin.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	Register(r, NewProducts(store, HTTPCache{}, log), NewOrders(nil, log), NewReports(nil, log),
-		NewHealth(time.Second), http.NotFoundHandler(), Classes{})
+		NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
 	return rec
 }
 
 type fakeOrders struct{ called bool }
+
+func (f *fakeOrders) Get(context.Context, int64) (repo.Order, error) {
+	return repo.Order{}, repo.ErrNotFound
+}
 
 func (f *fakeOrders) Create(context.Context, repo.NewOrder) (repo.Order, bool, error) {
 	f.called = true
@@ -158,7 +166,7 @@ func TestIdempotencyKeyValidated(t *testing.T) {
 		r := gin.New()
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
 		Register(r, NewProducts(fakeProducts{}, HTTPCache{}, log), NewOrders(store, log), NewReports(nil, log),
-			NewHealth(time.Second), http.NotFoundHandler(), Classes{})
+			NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{})
 		req := httptest.NewRequest("POST", "/orders", strings.NewReader(`{"product_id":1,"quantity":1}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header["Idempotency-Key"] = []string{tc.key}
@@ -167,5 +175,66 @@ func TestIdempotencyKeyValidated(t *testing.T) {
 		if rec.Code != tc.want || store.called != (tc.want == http.StatusCreated) {
 			t.Errorf("key %q: got %d (store called %v), want %d", tc.key, rec.Code, store.called, tc.want)
 		}
+	}
+}
+
+// allowAll stands in for the API key check in tests of what comes after it.
+func allowAll(c *gin.Context) { c.Next() }
+
+// errBody is a request body whose read fails with an error that names
+// sockets, as a network read error does.
+type errBody struct{}
+
+func (errBody) Read([]byte) (int, error) {
+	return 0, errors.New("read tcp 10.1.2.3:8080->10.9.8.7:51234: i/o timeout")
+}
+
+// TestBadRequestNeverEchoesInternals: a body that fails to read is a 400
+// whose message names no address.
+func TestBadRequestNeverEchoesInternals(t *testing.T) {
+	req := httptest.NewRequest("POST", "/products", errBody{})
+	req.Header.Set("Content-Type", "application/json")
+	rec := serve(t, fakeProducts{err: errors.New("store must not be called")}, req)
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("got %d, want 400 (body %s)", rec.Code, rec.Body)
+	}
+	for _, leak := range []string{"10.1.2.3", "8080", "10.9.8.7", "tcp"} {
+		if strings.Contains(rec.Body.String(), leak) {
+			t.Errorf("body %s echoes %q", rec.Body, leak)
+		}
+	}
+}
+
+// TestCanonicalIDs: an id is accepted only as strconv.FormatInt writes it,
+// so one product has one URL (and one cache key, one ETag, one CDN entry).
+func TestCanonicalIDs(t *testing.T) {
+	tests := []struct {
+		path string
+		want int
+	}{
+		{"/products/1", http.StatusOK},
+		{"/products/1234567", http.StatusOK},
+		{"/products/9223372036854775807", http.StatusOK},
+		{"/products/+1", http.StatusBadRequest},
+		{"/products/01", http.StatusBadRequest},
+		{"/products/%2B0001", http.StatusBadRequest},
+		{"/products/0001", http.StatusBadRequest},
+		{"/products/-1", http.StatusBadRequest},
+		{"/products/0", http.StatusBadRequest},
+		{"/products/1e3", http.StatusBadRequest},
+		{"/products/%201", http.StatusBadRequest},
+		{"/products/9223372036854775808", http.StatusBadRequest},
+		{"/products/１", http.StatusBadRequest}, // a full-width digit
+		{"/products?limit=05", http.StatusBadRequest},
+		{"/products?after=+3", http.StatusBadRequest},
+		{"/products?after=0", http.StatusOK},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			rec := serve(t, fakeProducts{}, httptest.NewRequest("GET", tc.path, nil))
+			if rec.Code != tc.want {
+				t.Errorf("got %d, want %d (body %s)", rec.Code, tc.want, rec.Body)
+			}
+		})
 	}
 }

@@ -2,6 +2,9 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -10,25 +13,40 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Check is one readiness probe: a dependency's name and how to ping it.
+// Check is one dependency probe: its name and how to ping it.
 type Check struct {
 	Name string
 	Ping func(context.Context) error
 }
 
+// ErrBreakerOpen is what a breaker's check returns while it is open.
+var ErrBreakerOpen = errors.New("breaker open")
+
 // Health serves /healthz (the process runs) and /readyz (send it traffic).
-// Readiness is false while starting (until MarkReady), while draining, and
-// while a dependency does not answer.
+//
+// Readiness speaks for this instance only: it is false while starting
+// (until MarkReady: migrations, warm-up) and while draining, and true
+// otherwise — even when PostgreSQL or Redis is down or a breaker is open.
+// A dependency outage is shared by every instance; if it failed readiness,
+// the load balancer would eject the whole fleet at once and turn a degraded
+// service (stale values, fast 503s) into no service at all. Dependency
+// health is reported in the body, in the client's terms; the driver's
+// error, which names hosts, ports, users and databases, goes to the log.
 type Health struct {
 	checks   []Check
 	ready    atomic.Bool
 	draining atomic.Bool
 	timeout  time.Duration
+	log      *slog.Logger
 }
 
-// NewHealth builds the probes; each check gets timeout per probe.
-func NewHealth(timeout time.Duration, checks ...Check) *Health {
-	return &Health{checks: checks, timeout: timeout}
+// NewHealth builds the probes; each check gets timeout per probe, and log
+// receives the detail of a failed check.
+func NewHealth(timeout time.Duration, log *slog.Logger, checks ...Check) *Health {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Health{checks: checks, timeout: timeout, log: log}
 }
 
 // MarkReady ends the start-up phase (after migrations and warm-up).
@@ -37,6 +55,8 @@ func (h *Health) MarkReady() { h.ready.Store(true) }
 // Drain turns readiness off for good: shutdown has begun.
 func (h *Health) Drain() { h.draining.Store(true) }
 
+// healthz is liveness: it never looks at a dependency, so an outage never
+// gets a healthy process restarted.
 func (h *Health) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
 
 func (h *Health) readyz(c *gin.Context) {
@@ -53,23 +73,35 @@ func (h *Health) readyz(c *gin.Context) {
 	results := make(map[string]string, len(h.checks))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	ok := true
+	degraded := false
 	for _, chk := range h.checks {
 		wg.Go(func() {
 			state := "ok"
 			if err := chk.Ping(ctx); err != nil {
-				state = err.Error()
+				state = describe(err)
+				h.log.Warn("readiness: dependency check failed", "check", chk.Name, "state", state, "err", err,
+					"request_id", c.GetString("request_id"))
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			results[chk.Name] = state
-			ok = ok && state == "ok"
+			degraded = degraded || state != "ok"
 		})
 	}
 	wg.Wait()
-	status := http.StatusOK
-	if !ok {
-		status = http.StatusServiceUnavailable
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "degraded": degraded, "checks": results})
+}
+
+// describe says what is wrong with a dependency in words that reveal
+// nothing about the infrastructure.
+func describe(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrBreakerOpen):
+		return err.Error() // our own words: state, next probe, failed probes
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	default:
+		return "unreachable"
 	}
-	c.JSON(status, gin.H{"status": map[bool]string{true: "ready", false: "unavailable"}[ok], "checks": results})
 }

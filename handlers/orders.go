@@ -13,9 +13,10 @@ import (
 
 type orderStore interface {
 	Create(ctx context.Context, in repo.NewOrder) (repo.Order, bool, error)
+	Get(ctx context.Context, id int64) (repo.Order, error)
 }
 
-// Orders serves POST /orders (checkout).
+// Orders serves POST /orders (checkout) and GET /orders/:id.
 type Orders struct {
 	store orderStore
 	log   *slog.Logger
@@ -79,4 +80,19 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// get answers the order a checkout created (the Location of POST /orders).
+func (h *Orders) get(c *gin.Context) {
+	id, err := pathID(c)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	order, err := h.store.Get(c.Request.Context(), id)
+	if err != nil {
+		writeError(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusOK, order)
 }

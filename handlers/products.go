@@ -39,11 +39,14 @@ func NewProducts(store productStore, hc HTTPCache, log *slog.Logger) *Products {
 }
 
 // productBody is the JSON of POST and PUT. Pointers tell a missing field
-// from a zero one.
+// from a zero one. POST sets the initial stock; PUT may only adjust it
+// (stock_adjustment), so an edit can never undo orders placed since the
+// editor read the product (see repo.ProductUpdate).
 type productBody struct {
-	Name       *string `json:"name"`
-	PriceCents *int64  `json:"price_cents"`
-	Stock      *int32  `json:"stock"`
+	Name            *string `json:"name"`
+	PriceCents      *int64  `json:"price_cents"`
+	Stock           *int32  `json:"stock"`
+	StockAdjustment *int32  `json:"stock_adjustment"`
 }
 
 // Limits keep totals far from int64 overflow in the database.
@@ -80,6 +83,13 @@ func readProductBody(c *gin.Context) (productBody, error) {
 	var b productBody
 	if err := decodeJSON(c, &b); err != nil {
 		return b, err
+	}
+	switch {
+	case c.Request.Method == http.MethodPut && b.Stock != nil:
+		return b, badRequest("PUT cannot set stock: that would undo orders placed since you read the product; " +
+			`send "stock_adjustment" (e.g. 10 or -3) instead`)
+	case c.Request.Method == http.MethodPost && b.StockAdjustment != nil:
+		return b, badRequest(`a new product has "stock", not "stock_adjustment"`)
 	}
 	return b, b.validate()
 }
@@ -186,7 +196,7 @@ func (h *Products) update(c *gin.Context) {
 		return
 	}
 	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{
-		Name: *b.Name, PriceCents: *b.PriceCents, Stock: b.Stock, IfMatch: tags,
+		Name: *b.Name, PriceCents: *b.PriceCents, StockDelta: b.StockAdjustment, IfMatch: tags,
 	})
 	if err != nil {
 		writeError(c, h.log, err)

@@ -14,21 +14,38 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 	r.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "no such route") })
 	r.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
 
-	r.GET("/healthz", h.healthz)
-	r.GET("/readyz", h.readyz)
-	r.GET("/metrics", gin.WrapH(metrics))
+	getHead(r, "/healthz", h.healthz)
+	getHead(r, "/readyz", h.readyz)
+	getHead(r, "/metrics", gin.WrapH(metrics))
 
 	normal := r.Group("/", classes.Normal...)
-	normal.GET("/products/:id", p.get)
-	normal.GET("/products", p.list)
+	getHead(normal, "/products/:id", p.get)
+	getHead(normal, "/products", p.list)
+	getHead(normal, "/orders/:id", o.get)
+
+	// Product writes need a key with write scope, checked before the
+	// class's admission control so a request without one holds nothing.
+	authorize := classes.Authorize
+	if authorize == nil {
+		authorize = denyWrites // secure by default: no checker, no writes
+	}
+	writes := r.Group("/", authorize)
+	writes = writes.Group("/", classes.Critical...)
+	writes.POST("/products", p.create)
+	writes.PUT("/products/:id", p.update)
 
 	critical := r.Group("/", classes.Critical...)
-	critical.POST("/products", p.create)
-	critical.PUT("/products/:id", p.update)
 	critical.POST("/orders", o.create)
 
 	low := r.Group("/", classes.Low...)
-	low.GET("/reports/top-products", rep.topProducts)
+	getHead(low, "/reports/top-products", rep.topProducts)
+}
+
+// getHead mounts a GET route and its HEAD twin (RFC 9110 §9.3.2): the same
+// handler, status and headers; net/http drops the body of a HEAD answer.
+func getHead(r gin.IRoutes, path string, h ...gin.HandlerFunc) {
+	r.GET(path, h...)
+	r.HEAD(path, h...)
 }
 
 // Classes holds the middleware each priority class of API routes runs
@@ -36,4 +53,13 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 // /metrics run behind none of it.
 type Classes struct {
 	Critical, Normal, Low []gin.HandlerFunc
+	// Authorize guards product writes (POST /products, PUT /products/:id):
+	// it aborts with 401 unless the request carries a valid API key. Nil
+	// refuses every write.
+	Authorize gin.HandlerFunc
+}
+
+func denyWrites(c *gin.Context) {
+	c.Header("WWW-Authenticate", `Bearer realm="stampede-guard"`)
+	abort(c, http.StatusUnauthorized, "this route needs an API key: Authorization: Bearer <key>")
 }

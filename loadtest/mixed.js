@@ -7,6 +7,8 @@ import { check, sleep } from 'k6';
 const BASE_URL = __ENV.BASE_URL || 'http://localhost:8080';
 const RUN = Date.now().toString(36);
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
+// Product writes need a key with write scope: compose's demo key by default.
+const WRITE_HEADERS = { ...JSON_HEADERS, Authorization: `Bearer ${__ENV.API_KEY || 'demo-write-key-change-me'}` };
 
 export const options = {
   scenarios: {
@@ -39,7 +41,7 @@ const MIX = [
     const id = randomId();
     return http.put(`${BASE_URL}/products/${id}`,
       JSON.stringify({ name: `Product ${id}`, price_cents: 100 + Math.floor(Math.random() * 9900) }),
-      { headers: JSON_HEADERS, tags: { kind: 'write', name: 'PUT /products/:id' } });
+      { headers: WRITE_HEADERS, tags: { kind: 'write', name: 'PUT /products/:id' } });
   }],
   [11, 'order', () => http.post(`${BASE_URL}/orders`, JSON.stringify({ product_id: randomId(), quantity: 1 }), {
     headers: { ...JSON_HEADERS, 'Idempotency-Key': `k6-mixed-${RUN}-${__VU}-${__ITER}` },

@@ -19,8 +19,29 @@ import (
 // trap in ulule's own Gin driver) and never fails the request: the store
 // itself fails over (see FailoverStore).
 func RateLimit(l *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
+	return RateLimitPer(l, nil, log, onLimited)
+}
+
+// RateLimitPer is RateLimit with a second budget for API keys: a request
+// that an earlier middleware authenticated (KeyID set: Auth.Require or
+// Auth.Identify) counts against its key's bucket at perKey's rate,
+// wherever it comes from; any other request counts against its address at
+// perIP's rate. A nil limiter leaves its kind of client unlimited. Only a
+// verified key gets a bucket of its own: counting by whatever key a client
+// sends would let it dodge its address's limit with made-up keys.
+func RateLimitPer(perIP, perKey *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		lctx, err := l.Get(c.Request.Context(), ClientKey(c.ClientIP()))
+		l, bucket := perIP, ""
+		if id := KeyID(c); id != "" && perKey != nil {
+			l, bucket = perKey, "key:"+id
+		} else if l != nil {
+			bucket = ClientKey(c.ClientIP())
+		}
+		if l == nil {
+			c.Next()
+			return
+		}
+		lctx, err := l.Get(c.Request.Context(), bucket)
 		if err != nil {
 			// Both stores failed (only if the request is already cancelled):
 			// let it through rather than turn a limiter fault into an outage.

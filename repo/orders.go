@@ -148,3 +148,22 @@ func (o *Orders) replay(ctx context.Context, q interface {
 	}
 	return order, true, nil
 }
+
+// Get returns order id, or ErrNotFound.
+func (o *Orders) Get(ctx context.Context, id int64) (Order, error) {
+	var order Order
+	err := retry(ctx, func() error {
+		return o.pool.With(ctx, func(conn *pgxpool.Conn) error {
+			return conn.QueryRow(ctx,
+				`SELECT id, product_id, quantity, total_cents, created_at FROM orders WHERE id = $1`, id,
+			).Scan(&order.ID, &order.ProductID, &order.Quantity, &order.TotalCents, &order.CreatedAt)
+		})
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Order{}, fmt.Errorf("order %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Order{}, unavailable(fmt.Errorf("get order %d: %w", id, err), o.pool)
+	}
+	return order, nil
+}

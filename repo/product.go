@@ -49,11 +49,17 @@ type NewProduct struct {
 	Stock      int32
 }
 
-// ProductUpdate is the input of Update; a nil Stock leaves stock unchanged.
+// ProductUpdate is the input of Update.
 type ProductUpdate struct {
 	Name       string
 	PriceCents int64
-	Stock      *int32
+	// StockDelta, when not nil, is added to the stock (negative removes).
+	// An update never sets stock outright: stock is not part of the ETag
+	// (it changes with every order), so an absolute value read before an
+	// order would silently undo that order's decrement. A relative
+	// adjustment commutes with orders and loses none. Stock below zero is
+	// ErrOutOfStock and changes nothing.
+	StockDelta *int32
 	// IfMatch, when not nil, is the request's If-Match list: the update
 	// happens only if the product's current ETag is in it (or it holds
 	// "*"), else ErrPreconditionFailed and nothing changes.

@@ -22,6 +22,7 @@ type Products struct {
 	pool  *db.Pool
 	cache *cache.Cache
 	log   *slog.Logger
+	known *knownIDs // nil: no penetration defence (FilterUnknownIDs)
 }
 
 // NewProducts wires the products repository.
@@ -51,20 +52,58 @@ const KeyPrefix = "product:v1:"
 
 // Get returns product id through the cache. An absent product is ErrNotFound
 // (and is cached negatively).
+//
+// A cached payload is verified before it is served: one that does not
+// decode as a product, or is another product's, is deleted and the product
+// reloaded — never a 500, never served (and never handed to a CDN as
+// public). Such an entry comes from a bug, an old format, or someone who
+// can write to Redis.
 func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error) {
-	res, err := p.cache.Fetch(ctx, Key(id), func(ctx context.Context) ([]byte, error) {
-		return p.load(ctx, id)
-	})
+	v := mayExist
+	if p.known != nil {
+		v = p.known.check(ctx, p.pool, id)
+	}
+	if v == absent {
+		// Never created: no query, no Redis key (see knownIDs).
+		return Product{}, Freshness{Status: cache.Hit}, fmt.Errorf("product %d: %w", id, ErrNotFound)
+	}
+	load := func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
+	res, err := p.cache.Fetch(ctx, Key(id), load)
 	if err != nil {
 		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
+	}
+	pr, bad := verify(res, id)
+	if bad != nil {
+		p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
+		if err := p.cache.Invalidate(ctx, Key(id)); err != nil {
+			p.log.Warn("could not delete the bad entry", "product", id, "err", err)
+		}
+		if res, err = p.cache.Fetch(ctx, Key(id), load); err != nil {
+			return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
+		}
+		if pr, bad = verify(res, id); bad != nil {
+			// Still bad (rewritten meanwhile, or Redis unwritable): answer
+			// from PostgreSQL, uncached.
+			p.log.Warn("cached product failed verification twice; answering from the database", "product", id, "err", bad)
+			b, err := p.load(ctx, id)
+			switch {
+			case errors.Is(err, cache.ErrAbsent):
+				return Product{}, Freshness{Status: cache.Miss}, fmt.Errorf("product %d: %w", id, ErrNotFound)
+			case err != nil:
+				return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
+			}
+			res = cache.Result{Value: b, Status: cache.Miss}
+			if pr, bad = verify(res, id); bad != nil {
+				return Product{}, Freshness{}, bad
+			}
+		}
 	}
 	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
 	if res.Absent {
 		return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
 	}
-	var pr Product
-	if err := json.Unmarshal(res.Value, &pr); err != nil {
-		return Product{}, f, fmt.Errorf("decode cached product %d: %w", id, err)
+	if v == lookUp {
+		p.known.add(id)
 	}
 	return pr, f, nil
 }
@@ -128,11 +167,15 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	if err != nil {
 		return Product{}, unavailable(fmt.Errorf("create product: %w", err), p.pool)
 	}
+	if p.known != nil {
+		p.known.add(pr.ID)
+	}
 	p.writeThrough(ctx, pr.ID)
 	return pr.inUTC(), nil
 }
 
-// Update replaces a product's name and price (and stock, if given), then
+// Update replaces a product's name and price (and adjusts its stock, if
+// asked), then
 // refreshes the cached entry on every instance. With in.IfMatch the row is
 // locked, its version compared and the update made in one transaction, so
 // of two editors holding the same ETag exactly one wins.
@@ -146,8 +189,8 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 				}
 			}
 			return tx.QueryRow(ctx,
-				`UPDATE products SET name = $2, price_cents = $3, stock = COALESCE($4, stock), updated_at = now()
-				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.Stock,
+				`UPDATE products SET name = $2, price_cents = $3, stock = stock + COALESCE($4, 0), updated_at = now()
+				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.StockDelta,
 			).Scan(pr.fields()...)
 		})
 	})
@@ -156,6 +199,8 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 		return Product{}, fmt.Errorf("update product %d: %w", id, err)
 	case errors.Is(err, pgx.ErrNoRows):
 		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
+	case db.IsCheckViolation(err, "products_stock_check"):
+		return Product{}, fmt.Errorf("update product %d: stock adjustment %d: %w", id, *in.StockDelta, ErrOutOfStock)
 	case err != nil:
 		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), p.pool)
 	}
@@ -192,30 +237,6 @@ func (pr *Product) fields() []any { return []any{&pr.ID, &pr.Name, &pr.PriceCent
 func (pr Product) inUTC() Product {
 	pr.UpdatedAt = pr.UpdatedAt.UTC()
 	return pr
-}
-
-// writeThrough refreshes the cached entry after the database committed.
-// Writing the value we just wrote would race: of two concurrent updates the
-// older one's SET could land last and stay cached. Instead it invalidates
-// (which also revokes any in-flight load's lock, so that load's fenced write
-// fails) and then reloads the committed row under the key's lock with a
-// fenced write: a later update's invalidation fences out this reload, so
-// the cache can never go back in time. It runs on a short deadline of its
-// own, so a client that hangs up right after the commit cannot skip it; its
-// failure does not fail the write (the hard TTL bounds a stale entry).
-func (p *Products) writeThrough(ctx context.Context, id int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeThroughTimeout)
-	defer cancel()
-	key := Key(id)
-	if err := p.cache.Invalidate(ctx, key); err != nil {
-		p.log.Error("invalidation failed; entry stays until its TTL", "product", id, "err", err)
-		return
-	}
-	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) })
-	if err != nil && !errors.Is(err, cache.ErrNotObtained) {
-		// Invalidated but not refilled: the next read loads it.
-		p.log.Warn("write-through reload failed", "product", id, "err", err)
-	}
 }
 
 // with runs fn on the main pool, retrying transient failures.

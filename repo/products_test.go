@@ -130,7 +130,7 @@ func TestProductsUpdate(t *testing.T) {
 		wantStock int64
 	}{
 		{"nil stock keeps stock", repo.ProductUpdate{Name: "Renamed", PriceCents: 4321}, 1000},
-		{"stock given", repo.ProductUpdate{Name: "Renamed again", PriceCents: 99, Stock: &seven}, 7},
+		{"stock adjusted", repo.ProductUpdate{Name: "Renamed again", PriceCents: 99, StockDelta: &seven}, 1007},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/db/dbtest"
+)
+
+// TestReadyzSpeaksForThisInstanceOnly: with Redis unreachable and the
+// database's breaker open, /readyz still answers 200 (an outage shared by
+// the fleet must not eject every instance at once), its body names each
+// dependency's state in plain words, and it never carries a driver error:
+// no host, port, user or database name.
+func TestReadyzSpeaksForThisInstanceOnly(t *testing.T) {
+	t.Parallel()
+	redisLink := dbtest.NewProxy(t, dbtest.RedisAddr())
+	pgLink := dbtest.NewProxy(t, "127.0.0.1:5432")
+	dbURL, err := url.Parse(dbtest.NewDatabase(t, "readyz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbName := strings.TrimPrefix(dbURL.Path, "/")
+	dbURL.Host = pgLink.Addr()
+	env := testEnv(t)
+	env["DATABASE_URL"] = dbURL.String()
+	env["REDIS_URL"] = "redis://" + redisLink.Addr() + "/4"
+	env["BREAKER_FAILURES"] = "2"
+	env["BREAKER_OPEN_TIMEOUT"] = "1m" // stays open for the whole test
+	env["DB_ACQUIRE_TIMEOUT"] = "500ms"
+	a := launchApp(t, env, nil)
+	base := a.waitListening()
+
+	ready := func() (int, map[string]any, string) {
+		resp, body := call(t, "GET", base+"/readyz", nil, "")
+		return resp.StatusCode, decodeObject(t, body), string(body)
+	}
+	if status, body, raw := ready(); status != http.StatusOK || body["degraded"] != false {
+		t.Fatalf("/readyz before the outage: got %d %s, want 200 and not degraded", status, raw)
+	}
+
+	redisLink.SetDown(true)
+	pgLink.SetDown(true)
+	for id := 901; id < 940 && !breakerWent(a.logs, "postgres_main", "open"); id++ {
+		timedGet(fmt.Sprintf("%s/products/%d", base, id))
+	}
+	if !breakerWent(a.logs, "postgres_main", "open") {
+		t.Fatal("the database breaker did not open")
+	}
+
+	status, body, raw := ready()
+	if status != http.StatusOK || body["status"] != "ready" || body["degraded"] != true {
+		t.Fatalf("/readyz during the outage: got %d %s, want 200, status ready, degraded true", status, raw)
+	}
+	checks, _ := body["checks"].(map[string]any)
+	want := map[string][]string{
+		"redis":            {"unreachable", "timeout"},
+		"postgres":         {"unreachable", "timeout", "breaker open"},
+		"postgres_breaker": {"breaker open"},
+	}
+	for name, allowed := range want {
+		got, _ := checks[name].(string)
+		if !contains(allowed, got) {
+			t.Errorf("checks.%s: got %q, want one of %q (body %s)", name, got, allowed, raw)
+		}
+	}
+	for _, secret := range []string{redisLink.Addr(), pgLink.Addr(), dbName, "127.0.0.1", "dial", "user=", "database"} {
+		if strings.Contains(raw, secret) {
+			t.Errorf("/readyz body leaks %q: %s", secret, raw)
+		}
+	}
+	if resp, b := call(t, "GET", base+"/healthz", nil, ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz during the outage: got %d %s, want 200 (liveness ignores dependencies)", resp.StatusCode, b)
+	}
+	// The detail is in the log, for the operator.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(a.logs.records("readiness: dependency check failed")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(a.logs.records("readiness: dependency check failed")) == 0 {
+		t.Error("no log line with the failed check's detail")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,32 @@
+package repo
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stampede-guard/api/cache"
+)
+
+// writeThrough refreshes the cached entry after the database committed.
+// Writing the value we just wrote would race: of two concurrent updates the
+// older one's SET could land last and stay cached. Instead it invalidates
+// (which also revokes any in-flight load's lock, so that load's fenced write
+// fails) and then reloads the committed row under the key's lock with a
+// fenced write: a later update's invalidation fences out this reload, so
+// the cache can never go back in time. It runs on a short deadline of its
+// own, so a client that hangs up right after the commit cannot skip it; its
+// failure does not fail the write (the hard TTL bounds a stale entry).
+func (p *Products) writeThrough(ctx context.Context, id int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeThroughTimeout)
+	defer cancel()
+	key := Key(id)
+	if err := p.cache.Invalidate(ctx, key); err != nil {
+		p.log.Error("invalidation failed; entry stays until its TTL", "product", id, "err", err)
+		return
+	}
+	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) })
+	if err != nil && !errors.Is(err, cache.ErrNotObtained) {
+		// Invalidated but not refilled: the next read loads it.
+		p.log.Warn("write-through reload failed", "product", id, "err", err)
+	}
+}
