@@ -133,6 +133,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	breakers := map[string]func() breaker.Snapshot{
 		"postgres_main": mainPool.Breaker, "postgres_reports": reportsPool.Breaker, "redis": redisBreaker.Snapshot,
 	}
+	health.ShowBreakers(func() any {
+		out := make(map[string]breaker.Snapshot, len(breakers))
+		for name, snapshot := range breakers {
+			out[name] = snapshot()
+		}
+		return out
+	})
 	m := newMetrics(c, pools, breakers)
 	engine, err := newEngine(cfg, m, log)
 	if err != nil {

@@ -68,6 +68,12 @@ func TestReadyzSpeaksForThisInstanceOnly(t *testing.T) {
 			t.Errorf("checks.%s: got %q, want one of %q (body %s)", name, got, allowed, raw)
 		}
 	}
+	// Where each breaker is in its probe schedule.
+	breakers, _ := body["breakers"].(map[string]any)
+	mainBreaker, _ := breakers["postgres_main"].(map[string]any)
+	if mainBreaker["state"] != "open" && mainBreaker["state"] != "half-open" || mainBreaker["next_probe_seconds"] == nil || mainBreaker["failed_probes"] == nil {
+		t.Errorf("breakers.postgres_main: got %v, want state open, next_probe_seconds and failed_probes (body %s)", mainBreaker, raw)
+	}
 	for _, secret := range []string{redisLink.Addr(), pgLink.Addr(), dbName, "127.0.0.1", "dial", "user=", "database"} {
 		if strings.Contains(raw, secret) {
 			t.Errorf("/readyz body leaks %q: %s", secret, raw)

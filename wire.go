@@ -185,12 +185,12 @@ func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.L
 }
 
 // breakerCheck reports a breaker's state in /readyz's body (never in its
-// status: see handlers.Health): open or probing, with the time to the next
-// probe and the failed probes so far.
+// status: see handlers.Health): open or probing. Where it is in its probe
+// schedule goes in the body too (Health.ShowBreakers).
 func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error {
 	return func(context.Context) error {
 		if s := snapshot(); s.State != breaker.Closed {
-			return fmt.Errorf("%w (%s, next probe in %.1fs, %d failed probes)", handlers.ErrBreakerOpen, s.State, s.NextProbeSeconds, s.FailedProbes)
+			return handlers.ErrBreakerOpen
 		}
 		return nil
 	}

@@ -252,21 +252,26 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		refreshes: make(chan struct{}, cfg.MaxRefreshes),
 		direct:    make(chan struct{}, cfg.MaxDirectLoads),
 	}
+	if cfg.L1TTL > 0 {
+		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))
+		if cfg.Tracking != nil {
+			c.l1.only = cfg.TrackPrefixes
+		}
+	}
+	// Listeners start once every field they read is set.
 	if cfg.Mode.locks() {
 		sub := c.subscribe(ctx, rdb, cfg.FillChannel)
 		c.wg.Add(1)
 		go c.listenFills(sub)
 	}
-	if cfg.L1TTL > 0 {
-		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))
-		if cfg.Tracking != nil {
-			c.l1.only = cfg.TrackPrefixes
-			c.tracker = c.startTracking(ctx)
-			c.wg.Add(2)
-			go c.closeOnStop(c.tracker)
-			go c.listenTracking(c.tracker)
-			return c
-		}
+	switch {
+	case c.l1 == nil:
+	case cfg.Tracking != nil:
+		c.tracker = c.startTracking(ctx)
+		c.wg.Add(2)
+		go c.closeOnStop(c.tracker)
+		go c.listenTracking(c.tracker)
+	default:
 		sub := c.subscribe(ctx, rdb, cfg.Channel)
 		c.wg.Add(1)
 		go c.listen(sub)

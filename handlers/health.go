@@ -38,6 +38,7 @@ type Health struct {
 	draining atomic.Bool
 	timeout  time.Duration
 	log      *slog.Logger
+	breakers func() any // optional: breaker snapshots for the body
 }
 
 // NewHealth builds the probes; each check gets timeout per probe, and log
@@ -48,6 +49,11 @@ func NewHealth(timeout time.Duration, log *slog.Logger, checks ...Check) *Health
 	}
 	return &Health{checks: checks, timeout: timeout, log: log}
 }
+
+// ShowBreakers adds where each breaker is (state, time to the next probe,
+// failed probes) to the body of /readyz: what an operator asks first when
+// checks say "breaker open".
+func (h *Health) ShowBreakers(snapshots func() any) { h.breakers = snapshots }
 
 // MarkReady ends the start-up phase (after migrations and warm-up).
 func (h *Health) MarkReady() { h.ready.Store(true) }
@@ -89,7 +95,11 @@ func (h *Health) readyz(c *gin.Context) {
 		})
 	}
 	wg.Wait()
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "degraded": degraded, "checks": results})
+	body := gin.H{"status": "ready", "degraded": degraded, "checks": results}
+	if h.breakers != nil {
+		body["breakers"] = h.breakers()
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 // describe says what is wrong with a dependency in words that reveal
@@ -98,7 +108,7 @@ func describe(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, ErrBreakerOpen):
-		return err.Error() // our own words: state, next probe, failed probes
+		return "breaker open"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	default:
