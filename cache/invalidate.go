@@ -28,10 +28,7 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
 // load in flight) and every instance's L1.
 func (c *Cache) Invalidate(ctx context.Context, key string) error {
 	c.l1.remove(key)
-	keys := []string{key, lockKey(key)}
-	for n := 1; n < c.cfg.Copies; n++ {
-		keys = append(keys, copyKey(key, n))
-	}
+	keys := append([]string{key, lockKey(key)}, c.copyKeys(key)...)
 	// One DEL per key: copies live in other slots, which a multi-key DEL
 	// would reject on Redis Cluster.
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -10,6 +10,7 @@ type Stats struct {
 	lockTimeouts, lockLost, extensions      atomic.Int64
 	refreshes, corrupt                      atomic.Int64
 	l1Invalidations, l1Flushes              atomic.Int64
+	copyMisses                              atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters at one moment.
@@ -23,6 +24,9 @@ type StatsSnapshot struct {
 	// or tracking); L1Flushes counts times tracking emptied L1 because
 	// invalidations may have been missed (disconnect, resubscribe, FLUSHDB).
 	L1Invalidations, L1Flushes int64
+	// CopyMisses counts reads that found no hot-key copy and fell back to
+	// the entry itself.
+	CopyMisses int64
 }
 
 func (s *Stats) snapshot() StatsSnapshot {
@@ -34,5 +38,6 @@ func (s *Stats) snapshot() StatsSnapshot {
 		LockTimeouts: s.lockTimeouts.Load(), LockLost: s.lockLost.Load(), Extensions: s.extensions.Load(),
 		Refreshes: s.refreshes.Load(), Corrupt: s.corrupt.Load(),
 		L1Invalidations: s.l1Invalidations.Load(), L1Flushes: s.l1Flushes.Load(),
+		CopyMisses: s.copyMisses.Load(),
 	}
 }

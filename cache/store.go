@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +13,14 @@ import (
 // read fetches and decodes key from Redis. ok is false on a miss; a corrupt
 // or foreign value is a miss too, logged once per key until it is replaced.
 func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err error) {
-	b, err := c.rdb.Get(ctx, c.readKey(key)).Bytes()
+	rk := c.readKey(key)
+	b, err := c.rdb.Get(ctx, rk).Bytes()
+	if errors.Is(err, redis.Nil) && rk != key {
+		// A copy expired (its TTL is jittered shorter), was evicted, or its
+		// write failed: the entry itself decides, never the database.
+		c.stats.copyMisses.Add(1)
+		b, err = c.rdb.Get(ctx, key).Bytes()
+	}
 	if errors.Is(err, redis.Nil) {
 		return Entry{}, false, nil
 	}
@@ -74,14 +82,19 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 }
 
 // writeCopies stores the copies in one pipeline, not MULTI: they sit in
-// different slots on purpose.
+// different slots on purpose. It runs only after the entry itself was
+// stored (by a fenced write when a load stored it). Each copy's TTL is cut
+// by up to a tenth at random: copies never outlive the entry (a read that
+// misses a copy falls back to the entry), and they do not all expire at
+// the same instant.
 func (c *Cache) writeCopies(ctx context.Context, key string, b []byte, ttl time.Duration) {
-	if c.cfg.Copies <= 1 {
+	keys := c.copyKeys(key)
+	if len(keys) == 0 {
 		return
 	}
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for n := 1; n < c.cfg.Copies; n++ {
-			p.Set(ctx, copyKey(key, n), b, ttl)
+		for _, k := range keys {
+			p.Set(ctx, k, b, ttl-rand.N(ttl/10+1))
 		}
 		return nil
 	})
