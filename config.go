@@ -54,6 +54,7 @@ type config struct {
 	ShutdownTimeout   time.Duration
 	HotKeys           []int64
 	LogLevel          string
+	RedisClusterAddrs []string // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -65,6 +66,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		AdminAddr:         p.str("ADMIN_ADDR", "127.0.0.1:8081"),
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisClusterAddrs: p.hostPorts("REDIS_CLUSTER_ADDRS"),
 		CacheTTL:          p.duration("CACHE_TTL", 10*time.Minute),
 		CacheSoftTTL:      p.duration("CACHE_SOFT_TTL", 30*time.Second),
 		CacheNegTTL:       p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
@@ -127,6 +129,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if p.err != nil {
 		return config{}, p.err
+	}
+	if err := c.checkCluster(); err != nil {
+		return config{}, err
 	}
 	return c, c.checkLayers()
 }

@@ -67,7 +67,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer reportsPool.Close()
 
 	// ---- Redis -------------------------------------------------------------
-	rdb, err := newRedis(cfg.RedisURL)
+	rdb, err := newRedis(cfg)
 	if err != nil {
 		return err
 	}

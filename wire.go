@@ -42,7 +42,7 @@ func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 
 // newLimitStore counts in Redis (one budget across instances) and falls back
 // to this instance's memory while Redis is unusable.
-func newLimitStore(rdb *redis.Client, log *slog.Logger) limiter.Store {
+func newLimitStore(rdb redis.UniversalClient, log *slog.Logger) limiter.Store {
 	// The memory store sweeps expired counters from a goroutine that only a
 	// GC finalizer stops; it lives as long as the process, which is the
 	// store's lifetime here. Without the sweep, a long Redis outage would
@@ -67,7 +67,7 @@ func newLimitStore(rdb *redis.Client, log *slog.Logger) limiter.Store {
 // per-IP rate limit → shedding → concurrency limit. Low-value reports are
 // shed at a quarter of the queue that normal reads may join, checkout and
 // writes only at twice it. Every refusal is counted by reason and class.
-func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
+func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
 	var lim *limiter.Limiter
 	if cfg.RateLimit != "off" {
 		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
@@ -143,32 +143,6 @@ func breakerCheck(state func() gobreaker.State) func(context.Context) error {
 		}
 		return nil
 	}
-}
-
-// newRedis builds a client whose commands honour the caller's deadline
-// (ContextTimeoutEnabled) and give up fast when Redis is gone, so a Redis
-// outage costs milliseconds, not socket timeouts.
-func newRedis(url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
-	}
-	opt.ContextTimeoutEnabled = true
-	opt.DialTimeout = time.Second
-	opt.ReadTimeout = 500 * time.Millisecond
-	opt.WriteTimeout = 500 * time.Millisecond
-	opt.PoolTimeout = time.Second
-	opt.MaxRetries = 1
-	return redis.NewClient(opt), nil
-}
-
-// trackingOptions are the options of the connection that hears Redis's
-// CLIENT TRACKING invalidations, or nil to keep pub/sub.
-func trackingOptions(cfg config, rdb *redis.Client) *redis.Options {
-	if !cfg.L1Tracking {
-		return nil
-	}
-	return rdb.Options()
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
