@@ -66,6 +66,7 @@ var experiments = []experiment{
 	{"db-down", (*Lab).dbDown},
 	{"overload", (*Lab).overload},
 	{"redis-down", (*Lab).redisDown},
+	{"cluster", (*Lab).redisClusterExp},
 }
 
 func main() {
