@@ -38,7 +38,7 @@ func newRedis(cfg config) (redis.UniversalClient, error) {
 		opt.MaxRetries = maxRetries
 		return redis.NewClient(opt), nil
 	}
-	return redis.NewClusterClient(&redis.ClusterOptions{
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:    cfg.RedisClusterAddrs,
 		Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
 		ContextTimeoutEnabled: true,
@@ -47,7 +47,11 @@ func newRedis(cfg config) (redis.UniversalClient, error) {
 		// command, which MaxRetries bounds as on one server; PoolSize
 		// (per node) keeps go-redis's default, as on one server.
 		MaxRetries: maxRetries,
-	}), nil
+	})
+	// A dead master sends no MOVED: without this, go-redis would learn of
+	// its promoted replica only at its next periodic reload (60 s).
+	cc.AddHook(cache.ReloadOnOutage(cc))
+	return cc, nil
 }
 
 // trackingOptions are the options of the connection that hears Redis's
