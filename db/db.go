@@ -30,6 +30,7 @@ type Config struct {
 	IdleTimeout      time.Duration // default 30 seconds
 	StatementTimeout time.Duration // server-side, per statement; default 3 seconds
 	Breaker          BreakerConfig
+	Pooler           Pooler // PgBouncer in front (pooler.go); default none
 }
 
 func (c Config) withDefaults() Config {
@@ -82,6 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * cfg.StatementTimeout).Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["application_name"] = "stampede-guard/" + cfg.Name
+	applyPooler(pc, cfg.Pooler)
 
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -91,6 +93,12 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	if err := ping(ctx, pool, cfg); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("db %s: ping: %w", cfg.Name, err)
+	}
+	if cfg.Pooler.Behind() {
+		if _, err := checkServerTimeout(ctx, pool); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
+		}
 	}
 	return &Pool{Pool: pool, cfg: cfg, breaker: newBreaker(cfg.Name, cfg.Breaker)}, nil
 }
