@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	limiter "github.com/ulule/limiter/v3"
 )
@@ -54,7 +55,10 @@ type config struct {
 	ShutdownTimeout   time.Duration
 	HotKeys           []int64
 	LogLevel          string
-	RedisClusterAddrs []string // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
+	RedisClusterAddrs []string  // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
+	DBPooler          db.Pooler // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
+	DatabaseDirectURL string    // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
+	DatabaseReadURL   string    // DATABASE_READ_URL: a read replica for the reports pool
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -67,6 +71,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		RedisClusterAddrs: p.hostPorts("REDIS_CLUSTER_ADDRS"),
+		DBPooler:          db.Pooler(p.oneOf("DB_POOLER", "none", "none", "pgbouncer", "pgbouncer-prepared")),
+		DatabaseDirectURL: p.str("DATABASE_DIRECT_URL", ""),
+		DatabaseReadURL:   p.str("DATABASE_READ_URL", ""),
 		CacheTTL:          p.duration("CACHE_TTL", 10*time.Minute),
 		CacheSoftTTL:      p.duration("CACHE_SOFT_TTL", 30*time.Second),
 		CacheNegTTL:       p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
@@ -131,6 +138,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return config{}, p.err
 	}
 	if err := c.checkCluster(); err != nil {
+		return config{}, err
+	}
+	if err := c.checkPooler(); err != nil {
 		return config{}, err
 	}
 	return c, c.checkLayers()

@@ -96,8 +96,12 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 
 // poolConfig sizes one bulkhead pool.
 func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Config {
+	url := cfg.DatabaseURL
+	if name == "reports" && cfg.DatabaseReadURL != "" {
+		url = cfg.DatabaseReadURL // reports tolerate a replica's lag
+	}
 	return db.Config{
-		URL: cfg.DatabaseURL, Name: name, MaxConns: int32(maxConns),
+		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler,
 		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
 		Breaker: db.BreakerConfig{
 			Failures: uint32(cfg.BreakerFailures), OpenFor: cfg.BreakerOpen,
@@ -113,6 +117,10 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 // STRICT_POOL_SIZING. Failing to read the limits is only a warning: the
 // check advises, the database decides.
 func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.Logger) error {
+	if cfg.DBPooler.Behind() {
+		logPoolerBudget(cfg, log)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StmtTimeout)
 	defer cancel()
 	r, err := db.CheckSizing(ctx, pool, db.Sizing{
