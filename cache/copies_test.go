@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stampede-guard/api/db/dbtest"
 )
@@ -243,5 +244,46 @@ func TestCheckKeyScheme(t *testing.T) {
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrKeyScheme)) {
 			t.Errorf("CheckKeyScheme(%q, %d): got %v, want ok=%v", tc.key, tc.copies, err, tc.ok)
 		}
+	}
+}
+
+// TestLateCopiesNeverOutliveANewerEntry: a load's copies that land after a
+// newer Set (or an Invalidate) replaced the entry are deleted, so no read
+// serves the older value from a copy. The interleaving is forced by calling
+// writeCopies late, as a slow loader would.
+func TestLateCopiesNeverOutliveANewerEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := dbtest.NewRedis(t, redisDB)
+	c := New(ctx, rdb, Config{Mode: ModeLock, Copies: 3, Channel: "inv:" + dbtest.Unique()}, dbtest.Logger(t))
+	t.Cleanup(c.Close)
+	for _, then := range []string{"set", "invalidate"} {
+		key := "t" + dbtest.Unique() + ":{p:1}"
+		old, _ := c.newEntry([]byte("old"), false, 0)
+		switch then {
+		case "set":
+			if err := c.Set(ctx, key, []byte("new")); err != nil {
+				t.Fatal(err)
+			}
+		case "invalidate":
+			if err := c.Invalidate(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.writeCopies(ctx, key, old.encode(), time.Minute) // the slow loader's copies arrive last
+		for _, k := range c.copyKeys(key) {
+			if b, err := rdb.Get(ctx, k).Bytes(); err == nil {
+				if e, _ := decodeEntry(b); string(e.Value) == "old" {
+					t.Errorf("after %s: copy %s holds the older value", then, k)
+				}
+			}
+		}
+		for range 30 {
+			res, err := c.Fetch(ctx, key, func(context.Context) ([]byte, error) { return []byte("loaded"), nil })
+			if err != nil || string(res.Value) == "old" {
+				t.Fatalf("after %s: Fetch got %q, %v; want never the older value", then, res.Value, err)
+			}
+		}
+		rdb.Del(ctx, append([]string{key}, c.copyKeys(key)...)...)
 	}
 }

@@ -10,7 +10,7 @@ type Stats struct {
 	lockTimeouts, lockLost, extensions      atomic.Int64
 	refreshes, corrupt                      atomic.Int64
 	l1Invalidations, l1Flushes              atomic.Int64
-	copyMisses                              atomic.Int64
+	copyMisses, copiesRevoked               atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters at one moment.
@@ -27,6 +27,9 @@ type StatsSnapshot struct {
 	// CopyMisses counts reads that found no hot-key copy and fell back to
 	// the entry itself.
 	CopyMisses int64
+	// CopiesRevoked counts copy writes undone because a newer write or an
+	// invalidation replaced the entry meanwhile.
+	CopiesRevoked int64
 }
 
 func (s *Stats) snapshot() StatsSnapshot {
@@ -38,6 +41,6 @@ func (s *Stats) snapshot() StatsSnapshot {
 		LockTimeouts: s.lockTimeouts.Load(), LockLost: s.lockLost.Load(), Extensions: s.extensions.Load(),
 		Refreshes: s.refreshes.Load(), Corrupt: s.corrupt.Load(),
 		L1Invalidations: s.l1Invalidations.Load(), L1Flushes: s.l1Flushes.Load(),
-		CopyMisses: s.copyMisses.Load(),
+		CopyMisses: s.copyMisses.Load(), CopiesRevoked: s.copiesRevoked.Load(),
 	}
 }

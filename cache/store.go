@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -87,6 +88,12 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 // by up to a tenth at random: copies never outlive the entry (a read that
 // misses a copy falls back to the entry), and they do not all expire at
 // the same instant.
+//
+// Copies live in other slots than the entry's lock, so no script can fence
+// them. Instead the entry is read back afterwards: if a newer Set or an
+// Invalidate replaced it meanwhile (their own copies may have landed before
+// ours), the copies just written are deleted, and reads fall back to the
+// entry instead of serving the older value until the copies' TTL.
 func (c *Cache) writeCopies(ctx context.Context, key string, b []byte, ttl time.Duration) {
 	keys := c.copyKeys(key)
 	if len(keys) == 0 {
@@ -100,5 +107,24 @@ func (c *Cache) writeCopies(ctx context.Context, key string, b []byte, ttl time.
 	})
 	if err != nil {
 		c.log.Warn("cache: writing copies failed", "key", key, "err", err)
+	}
+	cur, err := c.rdb.Get(ctx, key).Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		c.log.Warn("cache: checking copies against the entry failed", "key", key, "err", err)
+		return
+	}
+	if bytes.Equal(cur, b) {
+		return
+	}
+	c.stats.copiesRevoked.Add(1)
+	// One DEL per key: they are in different slots.
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	if err != nil {
+		c.log.Warn("cache: deleting superseded copies failed", "key", key, "err", err)
 	}
 }
