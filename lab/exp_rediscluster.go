@@ -279,7 +279,7 @@ func masterFacts(ctx context.Context, rdb *redis.ClusterClient, master *redis.Cl
 	if err != nil {
 		return 0, nil, err
 	}
-	lines, err := master.ClusterReplicas(ctx, id).Result()
+	lines, err := master.Do(ctx, "CLUSTER", "REPLICAS", id).StringSlice()
 	if err != nil || len(lines) == 0 {
 		return 0, nil, fmt.Errorf("replica of %s: %v", master.Options().Addr, err)
 	}
