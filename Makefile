@@ -1,4 +1,5 @@
-# stampede-guard. `make test` needs PostgreSQL and Redis: it uses the ones
+# stampede-guard. `make test` needs PostgreSQL and Redis (and Debian's redis-server,
+# from which the tests start a local Redis Cluster themselves): it uses the ones
 # below (override from the environment), or starts them with docker compose.
 DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
 REDIS_URL ?= redis://127.0.0.1:6379/0

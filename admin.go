@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,7 +59,7 @@ type admin struct {
 	pools    []*db.Pool
 	breakers map[string]func() breaker.Snapshot
 	metrics  *metrics
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	ns       string // CACHE_NAMESPACE with its ":", or ""
 	log      *slog.Logger
 	// token (ADMIN_TOKEN), when set, is required on every request; when
@@ -124,20 +125,26 @@ const (
 )
 
 // lockHolders lists lock keys with their remaining TTL: SCAN (never KEYS)
-// for a bounded number of pages, then every PTTL in one pipeline.
+// for a bounded number of pages, then every PTTL in one pipeline. On a
+// Redis Cluster each master holds its own slots' keys, so every master is
+// scanned (in parallel, each within the same bounds).
 func (a *admin) lockHolders(ctx context.Context) []lockHolder {
 	var keys []string
-	var cursor uint64
-	for page := 0; page < maxScanPages && len(keys) < maxLockHolders; page++ {
-		batch, next, err := a.rdb.Scan(ctx, cursor, a.ns+"lock:*", scanPage).Result()
+	if cc, ok := a.rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			found := a.scanLocks(ctx, node)
+			mu.Lock()
+			keys = append(keys, found...)
+			mu.Unlock()
+			return nil
+		})
 		if err != nil {
 			a.log.Debug("admin: listing locks failed", "err", err)
-			break
 		}
-		keys = append(keys, batch...)
-		if cursor = next; cursor == 0 {
-			break
-		}
+		sort.Strings(keys) // the same first keys on every poll, whichever master answered first
+	} else {
+		keys = a.scanLocks(ctx, a.rdb)
 	}
 	keys = keys[:min(len(keys), maxLockHolders)]
 	cmds, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -158,6 +165,24 @@ func (a *admin) lockHolders(ctx context.Context) []lockHolder {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// scanLocks walks one server's lock keys, within the listing's bounds.
+func (a *admin) scanLocks(ctx context.Context, rdb redis.Cmdable) []string {
+	var keys []string
+	var cursor uint64
+	for page := 0; page < maxScanPages && len(keys) < maxLockHolders; page++ {
+		batch, next, err := rdb.Scan(ctx, cursor, a.ns+"lock:*", scanPage).Result()
+		if err != nil {
+			a.log.Debug("admin: listing locks failed", "err", err)
+			break
+		}
+		keys = append(keys, batch...)
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	return keys
 }
 
 // serveAdmin starts the admin listener; stop shuts it down.

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	limiter "github.com/ulule/limiter/v3"
 )
@@ -70,11 +72,15 @@ type config struct {
 	LogLevel             string
 	APIKeys              []string // API_KEYS: bearer keys with write scope, besides the api_keys table
 	BodyReadTimeout      time.Duration
-	BodyMinRate          int    // bytes per second; 0 = no minimum
-	AdminToken           string // ADMIN_TOKEN: required on the admin listener when set
-	RateLimitKey         string // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
-	UnknownIDFilter      bool   // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
-	UnknownIDLookups     int    // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
+	BodyMinRate          int       // bytes per second; 0 = no minimum
+	AdminToken           string    // ADMIN_TOKEN: required on the admin listener when set
+	RateLimitKey         string    // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
+	UnknownIDFilter      bool      // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
+	UnknownIDLookups     int       // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
+	RedisClusterAddrs    []string  // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
+	DBPooler             db.Pooler // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
+	DatabaseDirectURL    string    // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
+	DatabaseReadURL      string    // DATABASE_READ_URL: a read replica for the reports pool
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -88,6 +94,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		CacheNamespace:    p.namespace("CACHE_NAMESPACE"),
+		RedisClusterAddrs: p.hostPorts("REDIS_CLUSTER_ADDRS"),
+		DBPooler:          db.Pooler(p.oneOf("DB_POOLER", "none", "none", "pgbouncer", "pgbouncer-prepared")),
+		DatabaseDirectURL: p.str("DATABASE_DIRECT_URL", ""),
+		DatabaseReadURL:   p.str("DATABASE_READ_URL", ""),
 		CacheNegTTL:       p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
 		LockWatchdog:      p.boolean("LOCK_WATCHDOG", true),
 		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
@@ -174,7 +184,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := p.err(); err != nil {
 		return config{}, err
 	}
-	return c, nil
+	return c, errors.Join(c.checkCluster(), c.checkPooler())
 }
 
 // cacheTTLs is the freshness chain L1_TTL < CACHE_SOFT_TTL < CACHE_TTL:

@@ -23,7 +23,6 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
-	"github.com/stampede-guard/api/migrations"
 	"github.com/stampede-guard/api/repo"
 )
 
@@ -73,7 +72,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	// Migrations get a roomier deadline than a request: they run once, under
 	// goose's advisory lock, before any traffic.
-	if err := db.Migrate(ctx, mainPool, migrations.FS, log); err != nil {
+	if err := migrate(ctx, cfg, mainPool, log); err != nil {
 		return err
 	}
 	reportsPool, err := db.Open(ctx, poolConfig(cfg, "reports", cfg.ReportsMaxConns, log))
@@ -83,7 +82,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer reportsPool.Close()
 
 	// ---- Redis -------------------------------------------------------------
-	rdb, err := newRedis(cfg.RedisURL)
+	rdb, err := newRedis(cfg)
 	if err != nil {
 		return err
 	}

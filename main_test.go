@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/stampede-guard/api/internal/rediscluster"
 )
 
 // childEnv, when "1", makes the test binary run the service itself instead
@@ -12,6 +14,9 @@ import (
 // it with SIGKILL, as a crash would, which an in-process app cannot show.
 const childEnv = "STAMPEDE_TEST_CHILD"
 
+// TestMain runs the service when asked to (childEnv), and otherwise keeps
+// the local Redis Cluster up for the package: the app and the rate limiter
+// are tested on it as well as on one Redis.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
@@ -20,5 +25,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(rediscluster.Main(m).Run())
 }

@@ -47,7 +47,7 @@ func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 
 // newLimitStore counts in Redis (one budget across instances) and falls back
 // to this instance's memory while Redis is unusable.
-func newLimitStore(rdb *redis.Client, ns string, log *slog.Logger) limiter.Store {
+func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limiter.Store {
 	// The memory store sweeps expired counters from a goroutine that only a
 	// GC finalizer stops; it lives as long as the process, which is the
 	// store's lifetime here. Without the sweep, a long Redis outage would
@@ -73,7 +73,7 @@ func newLimitStore(rdb *redis.Client, ns string, log *slog.Logger) limiter.Store
 // → body read (writes, checkout) → shedding → concurrency limit. Low-value reports are
 // shed at a quarter of the queue that normal reads may join, checkout and
 // writes only at twice it. Every refusal is counted by reason and class.
-func routeClasses(cfg config, rdb *redis.Client, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
+func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
 	var lim, keyLim *limiter.Limiter
 	var store limiter.Store
 	if cfg.RateLimit != "off" || cfg.RateLimitKey != "off" {
@@ -139,8 +139,12 @@ const bodyReadGrace = 500 * time.Millisecond
 
 // poolConfig sizes one bulkhead pool.
 func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Config {
+	url := cfg.DatabaseURL
+	if name == "reports" && cfg.DatabaseReadURL != "" {
+		url = cfg.DatabaseReadURL // reports tolerate a replica's lag
+	}
 	return db.Config{
-		URL: cfg.DatabaseURL, Name: name, MaxConns: int32(maxConns),
+		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler,
 		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
 		Breaker: breakerConfig(cfg, log),
 	}
@@ -162,6 +166,10 @@ func breakerConfig(cfg config, log *slog.Logger) breaker.Config {
 // STRICT_POOL_SIZING. Failing to read the limits is only a warning: the
 // check advises, the database decides.
 func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.Logger) error {
+	if cfg.DBPooler.Behind() {
+		logPoolerBudget(cfg, log)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StmtTimeout)
 	defer cancel()
 	r, err := db.CheckSizing(ctx, pool, db.Sizing{
@@ -194,32 +202,6 @@ func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error 
 		}
 		return nil
 	}
-}
-
-// newRedis builds a client whose commands honour the caller's deadline
-// (ContextTimeoutEnabled) and give up fast when Redis is gone, so a Redis
-// outage costs milliseconds, not socket timeouts.
-func newRedis(url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
-	}
-	opt.ContextTimeoutEnabled = true
-	opt.DialTimeout = time.Second
-	opt.ReadTimeout = 500 * time.Millisecond
-	opt.WriteTimeout = 500 * time.Millisecond
-	opt.PoolTimeout = time.Second
-	opt.MaxRetries = 1
-	return redis.NewClient(opt), nil
-}
-
-// trackingOptions are the options of the connection that hears Redis's
-// CLIENT TRACKING invalidations, or nil to keep pub/sub.
-func trackingOptions(cfg config, rdb *redis.Client) *redis.Options {
-	if !cfg.L1Tracking {
-		return nil
-	}
-	return rdb.Options()
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

@@ -2,8 +2,11 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stampede-guard/api/db/dbtest"
 )
@@ -102,8 +105,12 @@ func TestCopiesStored(t *testing.T) {
 	rdb := dbtest.NewRedis(t, redisDB)
 	c := New(ctx, rdb, Config{Mode: ModeLock, Copies: 3, Channel: "inv:" + dbtest.Unique()}, dbtest.Logger(t))
 	t.Cleanup(c.Close)
-	key := "t" + dbtest.Unique() + ":{p:1}"
-	all := []string{key, copyKey(key, 1), copyKey(key, 2)}
+	prefix := "t" + dbtest.Unique() + ":"
+	key := prefix + "{p:1}"
+	all := append([]string{key}, c.copyKeys(key)...)
+	if len(all) != 3 || all[1] == all[2] {
+		t.Fatalf("copyKeys(%q): got %q, want 2 different copies", key, all[1:])
+	}
 
 	check := func(when, want string) {
 		t.Helper()
@@ -117,8 +124,8 @@ func TestCopiesStored(t *testing.T) {
 				t.Errorf("%s: copy %s got %q, want the entry's bytes %q", when, k, got, ref)
 			}
 		}
-		if n := rdb.Exists(ctx, copyKey(key, 3)).Val(); n != 0 {
-			t.Errorf("%s: got copy #3, want only 2 copies", when)
+		if n := len(rdb.Keys(ctx, prefix+"*").Val()); n != 3 {
+			t.Errorf("%s: got %d keys, want the entry and 2 copies", when, n)
 		}
 	}
 
@@ -182,5 +189,101 @@ func TestBaseKey(t *testing.T) {
 				t.Errorf("baseKey(copyKey(%q, %d)): got %q, %v, want %q, true", key, n, base, ok, key)
 			}
 		}
+	}
+}
+
+// TestCopiesSpreadOverSlotRanges: copy i of a key lands in slot range
+// (r+i) mod copies of copies equal ranges (r the entry's), so on a cluster
+// of that many masters no two of them share a master; every key tried,
+// not a lucky one.
+func TestCopiesSpreadOverSlotRanges(t *testing.T) {
+	t.Parallel()
+	for _, copies := range []int{2, 3, 4, 6} {
+		c := &Cache{cfg: Config{Copies: copies}}
+		for id := range 2000 {
+			key := "product:v1:{" + strconv.Itoa(id) + "}"
+			ranges := map[int]bool{slotRange(slot(key), copies): true}
+			for _, k := range c.copyKeys(key) {
+				if base, ok := baseKey(k); !ok || base != key {
+					t.Fatalf("baseKey(%q): got %q, %v, want %q", k, base, ok, key)
+				}
+				ranges[slotRange(slot(k), copies)] = true
+			}
+			if len(ranges) != copies {
+				t.Fatalf("copies %d of %q: got %d slot ranges, want %d", copies, key, len(ranges), copies)
+			}
+		}
+	}
+	// The ranges are redis-cli's: 3 masters get 0-5460, 5461-10922, 10923-16383.
+	for i, want := range []int{0, 5461, 10923, 16384} {
+		if got := SlotRangeStart(i, 3); got != want {
+			t.Errorf("SlotRangeStart(%d, 3): got %d, want %d", i, got, want)
+		}
+	}
+	if got := keySlot("foo"); got != slot("foo") {
+		t.Errorf("keySlot(foo): got %d, want %d", got, slot("foo"))
+	}
+}
+
+// TestCheckKeyScheme: the start-up check accepts the product scheme and
+// refuses one whose lock or copies would break on a cluster.
+func TestCheckKeyScheme(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		key    string
+		copies int
+		ok     bool
+	}{
+		{"product:v1:{42}", 3, true},
+		{"ns:product:v1:{42}", 8, true},
+		{"product:v1:42", 3, true},    // untagged: the lock tags the whole key
+		{"x}product:v1:42", 1, false}, // untagged with '}': the lock cannot
+	}
+	for _, tc := range tests {
+		err := CheckKeyScheme(tc.key, tc.copies)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrKeyScheme)) {
+			t.Errorf("CheckKeyScheme(%q, %d): got %v, want ok=%v", tc.key, tc.copies, err, tc.ok)
+		}
+	}
+}
+
+// TestLateCopiesNeverOutliveANewerEntry: a load's copies that land after a
+// newer Set (or an Invalidate) replaced the entry are deleted, so no read
+// serves the older value from a copy. The interleaving is forced by calling
+// writeCopies late, as a slow loader would.
+func TestLateCopiesNeverOutliveANewerEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := dbtest.NewRedis(t, redisDB)
+	c := New(ctx, rdb, Config{Mode: ModeLock, Copies: 3, Channel: "inv:" + dbtest.Unique()}, dbtest.Logger(t))
+	t.Cleanup(c.Close)
+	for _, then := range []string{"set", "invalidate"} {
+		key := "t" + dbtest.Unique() + ":{p:1}"
+		old, _ := c.newEntry([]byte("old"), false, 0)
+		switch then {
+		case "set":
+			if err := c.Set(ctx, key, []byte("new")); err != nil {
+				t.Fatal(err)
+			}
+		case "invalidate":
+			if err := c.Invalidate(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.writeCopies(ctx, key, old.encode(), time.Minute) // the slow loader's copies arrive last
+		for _, k := range c.copyKeys(key) {
+			if b, err := rdb.Get(ctx, k).Bytes(); err == nil {
+				if e, _ := decodeEntry(b); string(e.Value) == "old" {
+					t.Errorf("after %s: copy %s holds the older value", then, k)
+				}
+			}
+		}
+		for range 30 {
+			res, err := c.Fetch(ctx, key, func(context.Context) ([]byte, error) { return []byte("loaded"), nil })
+			if err != nil || string(res.Value) == "old" {
+				t.Fatalf("after %s: Fetch got %q, %v; want never the older value", then, res.Value, err)
+			}
+		}
+		rdb.Del(ctx, append([]string{key}, c.copyKeys(key)...)...)
 	}
 }

@@ -30,10 +30,7 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
 func (c *Cache) Invalidate(ctx context.Context, key string) error {
 	key = c.named(key)
 	c.l1.remove(key)
-	keys := []string{key, c.lockKey(key)}
-	for n := 1; n < c.cfg.Copies; n++ {
-		keys = append(keys, copyKey(key, n))
-	}
+	keys := append([]string{key, c.lockKey(key)}, c.copyKeys(key)...)
 	// One DEL per key: copies live in other slots, which a multi-key DEL
 	// would reject on Redis Cluster.
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -53,8 +53,8 @@ func (c *Cache) readKey(key string) string {
 	if c.cfg.Copies <= 1 {
 		return key
 	}
-	if n := rand.IntN(c.cfg.Copies); n > 0 {
-		return copyKey(key, n)
+	if i := rand.IntN(c.cfg.Copies); i > 0 {
+		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
 	}
 	return key
 }

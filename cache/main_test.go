@@ -11,13 +11,14 @@ import (
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/rediscluster"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: a
 // background refresh, a shared load, or an invalidation listener that Close
-// did not stop.
+// did not stop. The local Redis Cluster is up for the whole package.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(rediscluster.Main(m))
 }
 
 // redisDB is the logical Redis database this package's tests use.
@@ -30,7 +31,7 @@ func newPrefix() string { return "t" + dbtest.Unique() + ":" }
 // newCache builds a Cache on rdb, on an invalidation channel of its own
 // unless cfg names one, and closes it when the test ends (before rdb, which
 // dbtest closes in an earlier-registered cleanup).
-func newCache(t testing.TB, rdb *redis.Client, cfg cache.Config) *cache.Cache {
+func newCache(t testing.TB, rdb redis.UniversalClient, cfg cache.Config) *cache.Cache {
 	t.Helper()
 	if cfg.Channel == "" {
 		cfg.Channel = "inv:" + dbtest.Unique()

@@ -11,6 +11,7 @@ type Stats struct {
 	refreshes, corrupt                      atomic.Int64
 	l1Invalidations, l1Flushes              atomic.Int64
 	fillSignals, signalWakeups              atomic.Int64
+	copyMisses, copiesRevoked               atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters at one moment.
@@ -27,6 +28,12 @@ type StatsSnapshot struct {
 	// FillSignals counts fill messages heard (any instance's fills);
 	// SignalWakeups counts waits a signal ended before the poll timer.
 	FillSignals, SignalWakeups int64
+	// CopyMisses counts reads that found no hot-key copy and fell back to
+	// the entry itself.
+	CopyMisses int64
+	// CopiesRevoked counts copy writes undone because a newer write or an
+	// invalidation replaced the entry meanwhile.
+	CopiesRevoked int64
 }
 
 func (s *Stats) snapshot() StatsSnapshot {
@@ -39,5 +46,6 @@ func (s *Stats) snapshot() StatsSnapshot {
 		Refreshes: s.refreshes.Load(), Corrupt: s.corrupt.Load(),
 		L1Invalidations: s.l1Invalidations.Load(), L1Flushes: s.l1Flushes.Load(),
 		FillSignals: s.fillSignals.Load(), SignalWakeups: s.signalWakeups.Load(),
+		CopyMisses: s.copyMisses.Load(), CopiesRevoked: s.copiesRevoked.Load(),
 	}
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,14 @@ import (
 // read fetches and decodes key from Redis. ok is false on a miss; a corrupt
 // or foreign value is a miss too, logged once per key until it is replaced.
 func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err error) {
-	b, err := c.rdb.Get(ctx, c.readKey(key)).Bytes()
+	rk := c.readKey(key)
+	b, err := c.rdb.Get(ctx, rk).Bytes()
+	if errors.Is(err, redis.Nil) && rk != key {
+		// A copy expired (its TTL is jittered shorter), was evicted, or its
+		// write failed: the entry itself decides, never the database.
+		c.stats.copyMisses.Add(1)
+		b, err = c.rdb.Get(ctx, key).Bytes()
+	}
 	if errors.Is(err, redis.Nil) {
 		return Entry{}, false, nil
 	}
@@ -95,20 +103,51 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 }
 
 // writeCopies stores the copies in one pipeline, not MULTI: they sit in
-// different slots on purpose.
+// different slots on purpose. It runs only after the entry itself was
+// stored (by a fenced write when a load stored it). Each copy's TTL is cut
+// by up to a tenth at random: copies never outlive the entry (a read that
+// misses a copy falls back to the entry), and they do not all expire at
+// the same instant.
+//
+// Copies live in other slots than the entry's lock, so no script can fence
+// them. Instead the entry is read back afterwards: if a newer Set or an
+// Invalidate replaced it meanwhile (their own copies may have landed before
+// ours), the copies just written are deleted, and reads fall back to the
+// entry instead of serving the older value until the copies' TTL.
 func (c *Cache) writeCopies(ctx context.Context, key string, b []byte, ttl time.Duration) {
-	if c.cfg.Copies <= 1 {
+	keys := c.copyKeys(key)
+	if len(keys) == 0 {
 		return
 	}
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for n := 1; n < c.cfg.Copies; n++ {
-			// Each copy expires on its own, so a hot key's copies are not
-			// all reloaded at once; a missing copy is only a miss.
-			p.Set(ctx, copyKey(key, n), b, c.jitter(ttl))
+		for _, k := range keys {
+			// Each copy expires on its own (TTLJitter), never after the
+			// entry: a hot key's copies are not all reloaded at once, and a
+			// missing copy falls back to the entry.
+			p.Set(ctx, k, b, c.jitter(ttl))
 		}
 		return nil
 	})
 	if err != nil {
 		c.log.Warn("cache: writing copies failed", "key", key, "err", err)
+	}
+	cur, err := c.rdb.Get(ctx, key).Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		c.log.Warn("cache: checking copies against the entry failed", "key", key, "err", err)
+		return
+	}
+	if bytes.Equal(cur, b) {
+		return
+	}
+	c.stats.copiesRevoked.Add(1)
+	// One DEL per key: they are in different slots.
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	if err != nil {
+		c.log.Warn("cache: deleting superseded copies failed", "key", key, "err", err)
 	}
 }

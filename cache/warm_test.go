@@ -52,9 +52,16 @@ func TestWarmSharesLoadsAcrossInstances(t *testing.T) {
 }
 
 // TestRefreshAheadOneInstancePerPeriod: three instances run the job, the job
-// lock lets one of them reload the hot keys each period, and Close stops it.
+// marker lets one of them reload the hot keys each period, and Close stops
+// it; on one Redis and on the cluster.
 func TestRefreshAheadOneInstancePerPeriod(t *testing.T) {
 	t.Parallel()
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) { refreshAheadOnePerPeriod(t, be) })
+	}
+}
+
+func refreshAheadOnePerPeriod(t *testing.T, be backend) {
 	const period, runFor = 200 * time.Millisecond, 1100 * time.Millisecond
 	prefix := newPrefix()
 	keys := []string{prefix + "{h:1}", prefix + "{h:2}"}
@@ -63,7 +70,7 @@ func TestRefreshAheadOneInstancePerPeriod(t *testing.T) {
 
 	caches := make([]*cache.Cache, 3)
 	for i := range caches {
-		caches[i] = newCache(t, dbtest.NewRedis(t, redisDB), cache.Config{Mode: cache.ModeSWR})
+		caches[i] = newCache(t, be.client(t), cache.Config{Mode: cache.ModeSWR})
 		caches[i].StartRefreshAhead("job-"+prefix, period, keys, loader)
 	}
 	time.Sleep(runFor)

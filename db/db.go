@@ -35,6 +35,7 @@ type Config struct {
 	// timeout to AcquireTimeout; Probe and the error classifiers are set
 	// by the pool.
 	Breaker breaker.Config
+	Pooler  Pooler // PgBouncer in front (pooler.go); default none
 }
 
 func (c Config) withDefaults() Config {
@@ -87,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * cfg.StatementTimeout).Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["application_name"] = "stampede-guard/" + cfg.Name
+	applyPooler(pc, cfg.Pooler)
 
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -96,6 +98,12 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	if err := ping(ctx, pool, cfg); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("db %s: ping: %w", cfg.Name, err)
+	}
+	if cfg.Pooler.Behind() {
+		if _, err := checkServerTimeout(ctx, pool); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
+		}
 	}
 	p := &Pool{Pool: pool, cfg: cfg}
 	p.breaker = newBreaker(p)

@@ -68,6 +68,7 @@ var experiments = []experiment{
 	{"db-blip", (*Lab).dbBlip},
 	{"overload", (*Lab).overload},
 	{"redis-down", (*Lab).redisDown},
+	{"cluster", (*Lab).redisClusterExp},
 }
 
 func main() {

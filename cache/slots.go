@@ -1,0 +1,143 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// slotCount is the number of Redis Cluster hash slots.
+const slotCount = 16384
+
+// keySlot is the Redis Cluster slot of key: CRC16 (XMODEM) of its hash tag
+// (between the first '{' and the next '}') when non-empty, else of the
+// whole key, modulo 16384. Copies need it to pick their slots.
+func keySlot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % slotCount)
+}
+
+// SlotRangeStart is the first slot of range i of n equal ranges, split as
+// `redis-cli --cluster create` splits slots over n masters (and as the
+// test cluster does). Copies aim at these ranges.
+func SlotRangeStart(i, n int) int {
+	if i <= 0 {
+		return 0
+	}
+	if i >= n {
+		return slotCount
+	}
+	return int(math.Round(float64(i)*slotCount/float64(n)-1)) + 1
+}
+
+// slotRange is the range (0..n-1) that slot s falls in.
+func slotRange(s, n int) int {
+	i := s * n / slotCount
+	for i > 0 && s < SlotRangeStart(i, n) {
+		i--
+	}
+	for i < n-1 && s >= SlotRangeStart(i+1, n) {
+		i++
+	}
+	return i
+}
+
+// maxCopySearch bounds the search for a copy number that lands in a given
+// slot range: each try hits with probability 1/copies, so 64 tries per
+// copy miss with odds below (1-1/copies)^64.
+const maxCopySearch = 64
+
+// copyNumber is the copy number (for copyKey) of copy i (1..copies-1) of
+// key. Random copy tags would often share a master (3 copies on 3 masters
+// all differ only 2 times in 9), so copy i takes the first number whose
+// slot falls in range (r+i) mod copies of copies equal slot ranges, r the
+// entry's own range: on a cluster split evenly over `copies` masters, the
+// entry and its copies sit on as many different masters. After a
+// reshard the spread is only as good as chance. Every instance computes
+// the same numbers, and they never repeat for one key.
+func copyNumber(key string, i, copies int) int {
+	if copies <= 1 {
+		return i
+	}
+	used := make([]bool, 0, copies)
+	var pick int
+	for j := 1; j <= i; j++ {
+		pick = searchCopy(key, j, copies, used)
+		for len(used) <= pick {
+			used = append(used, false)
+		}
+		used[pick] = true
+	}
+	return pick
+}
+
+// searchCopy finds the smallest unused number whose copy lands in the
+// range aimed at by copy i, or the smallest unused number when none does
+// within the bound.
+func searchCopy(key string, i, copies int, used []bool) int {
+	free := func(m int) bool { return m >= len(used) || !used[m] }
+	want := (slotRange(keySlot(key), copies) + i) % copies
+	for m := 1; m <= maxCopySearch*copies; m++ {
+		if free(m) && slotRange(keySlot(copyKey(key, m)), copies) == want {
+			return m
+		}
+	}
+	for m := 1; ; m++ {
+		if free(m) {
+			return m
+		}
+	}
+}
+
+// copyKeys names the copies (beyond the entry itself) of key.
+func (c *Cache) copyKeys(key string) []string {
+	if c.cfg.Copies <= 1 {
+		return nil
+	}
+	keys := make([]string, 0, c.cfg.Copies-1)
+	for i := 1; i < c.cfg.Copies; i++ {
+		keys = append(keys, copyKey(key, copyNumber(key, i, c.cfg.Copies)))
+	}
+	return keys
+}
+
+// ErrKeyScheme means a key scheme would break a multi-key script or the
+// spread of copies on Redis Cluster.
+var ErrKeyScheme = errors.New("cache: key scheme unsafe on Redis Cluster")
+
+// CheckKeyScheme checks the keys this package derives from key (its lock,
+// its copies) against Redis Cluster's slot rules, so a start-up can refuse
+// a scheme that works on one server and breaks on a cluster: the lock must
+// share the entry's slot (the fenced write is one Lua script over both),
+// and no copy may share it (copies exist to spread reads over masters).
+func CheckKeyScheme(key string, copies int) error {
+	s := keySlot(key)
+	if lk := lockKey(key); keySlot(lk) != s {
+		return fmt.Errorf("%w: lock %q (slot %d) and entry %q (slot %d) differ, so the fenced write would fail with CROSSSLOT; give the key a {hash tag} without '}' before it",
+			ErrKeyScheme, lk, keySlot(lk), key, s)
+	}
+	c := &Cache{cfg: Config{Copies: copies}}
+	for _, ck := range c.copyKeys(key) {
+		if keySlot(ck) == s {
+			return fmt.Errorf("%w: copy %q shares slot %d with its entry %q, so it spreads nothing; the hash tag must hold the id (e.g. product:v1:{42})",
+				ErrKeyScheme, ck, s, key)
+		}
+	}
+	return nil
+}

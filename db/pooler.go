@@ -1,0 +1,104 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Pooler names what stands between the pools and PostgreSQL (DB_POOLER).
+type Pooler string
+
+const (
+	// PoolerNone: the pools talk to PostgreSQL itself.
+	PoolerNone Pooler = "none"
+	// PoolerPgBouncer: PgBouncer in transaction pooling. Consecutive
+	// statements of one client may run on different server connections, so
+	// nothing may outlive a transaction: no named prepared statements
+	// (pgx's default statement cache, and its describe round trip, which
+	// may reach another server than the execute), no session SET, no
+	// session advisory lock. Queries use pgx's exec mode: one round trip,
+	// unnamed statement, parameters typed from their Go values.
+	PoolerPgBouncer Pooler = "pgbouncer"
+	// PoolerPgBouncerPrepared: PgBouncer ≥ 1.21 with max_prepared_statements
+	// > 0, which tracks protocol-level prepared statements per server
+	// connection, so pgx's statement cache is safe again (and saves the
+	// parse of every query).
+	PoolerPgBouncerPrepared Pooler = "pgbouncer-prepared"
+)
+
+// ParsePooler validates a DB_POOLER value; empty means none.
+func ParsePooler(s string) (Pooler, error) {
+	switch p := Pooler(s); p {
+	case "":
+		return PoolerNone, nil
+	case PoolerNone, PoolerPgBouncer, PoolerPgBouncerPrepared:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown pooler %q (want none, pgbouncer or pgbouncer-prepared)", s)
+}
+
+// Behind reports whether a transaction-pooling pooler is in front.
+func (p Pooler) Behind() bool { return p == PoolerPgBouncer || p == PoolerPgBouncerPrepared }
+
+// applyPooler adapts a pool's configuration to the pooler. PgBouncer
+// refuses start-up parameters it does not track ("unsupported startup
+// parameter: statement_timeout"), and would not carry them to the server
+// connection a transaction lands on anyway: the timeouts must be set on the
+// server side (ALTER ROLE/DATABASE … SET statement_timeout, or the
+// database's connect_query in pgbouncer.ini), which checkServerTimeout
+// verifies at start.
+func applyPooler(pc *pgxpool.Config, p Pooler) {
+	switch p {
+	case PoolerPgBouncer:
+		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	case PoolerPgBouncerPrepared:
+		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	default:
+		return
+	}
+	delete(pc.ConnConfig.RuntimeParams, "statement_timeout")
+	delete(pc.ConnConfig.RuntimeParams, "idle_in_transaction_session_timeout")
+}
+
+// checkServerTimeout refuses a pooled database without a statement_timeout
+// (no query would ever be cut off) and returns the server's value.
+func checkServerTimeout(ctx context.Context, pool *pgxpool.Pool) (time.Duration, error) {
+	var s string
+	if err := pool.QueryRow(ctx, "SHOW statement_timeout").Scan(&s); err != nil {
+		return 0, fmt.Errorf("show statement_timeout: %w", err)
+	}
+	d, err := parsePGDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("behind a pooler PostgreSQL has no statement_timeout: PgBouncer does not pass the pool's own, so set it on the server " +
+			"(ALTER ROLE <user> SET statement_timeout = '3s', or connect_query in pgbouncer.ini)")
+	}
+	return d, nil
+}
+
+// parsePGDuration reads a duration as SHOW prints it: "0", "250ms", "3s",
+// "1min", "2h", "1d"; a bare number is milliseconds.
+func parsePGDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, "ms"
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	units := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second,
+		"min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	u, ok := units[unit]
+	if err != nil || !ok {
+		return 0, fmt.Errorf("statement_timeout %q: not a PostgreSQL duration", s)
+	}
+	return time.Duration(v * float64(u)), nil
+}

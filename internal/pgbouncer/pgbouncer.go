@@ -1,0 +1,151 @@
+// Package pgbouncer starts a local PgBouncer (Debian's pgbouncer package)
+// in transaction pooling in front of the test PostgreSQL, for tests that
+// must prove the app works behind it. Each call starts its own on a free
+// loopback port and stops it when the test ends.
+package pgbouncer
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Start runs PgBouncer (pool_mode = transaction) in front of the server of
+// pgURL and returns pgURL rewritten to go through it. A missing pgbouncer
+// binary fails the test: apt-get install pgbouncer.
+func Start(t testing.TB, pgURL string) string {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr != nil {
+			t.Fatalf("pgbouncer not installed (apt-get install pgbouncer): %v", err)
+		}
+		bin = "/usr/sbin/pgbouncer"
+	}
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatalf("pgbouncer: parse %s: %v", pgURL, err)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	dir, err := os.MkdirTemp("", "pgbouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	listen := freePort(t)
+	ini := fmt.Sprintf(`[databases]
+* = host=%s port=%s
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = trust
+auth_file = %s
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 10
+ignore_startup_parameters = extra_float_digits
+pidfile = %s
+logfile = %s
+`, host, port, listen, filepath.Join(dir, "userlist.txt"), filepath.Join(dir, "pgbouncer.pid"), filepath.Join(dir, "pgbouncer.log"))
+	userName := u.User.Username()
+	if userName == "" {
+		userName = "postgres"
+	}
+	write(t, filepath.Join(dir, "pgbouncer.ini"), ini)
+	write(t, filepath.Join(dir, "userlist.txt"), fmt.Sprintf("%q \"\"\n", userName))
+	args := []string{"-d"}
+	if os.Geteuid() == 0 { // PgBouncer refuses to run as root
+		runAs := "postgres"
+		chownAll(t, dir, runAs)
+		args = append(args, "-u", runAs)
+	}
+	out, err := exec.Command(bin, append(args, filepath.Join(dir, "pgbouncer.ini"))...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pgbouncer: start: %v: %s", err, out)
+	}
+	t.Cleanup(func() { stop(dir) })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(listen))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
+			t.Fatalf("pgbouncer: not listening on %s within 10 s: %v\n%s", addr, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	u.Host = addr
+	return u.String()
+}
+
+// stop ends the PgBouncer whose pid file is in dir.
+func stop(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "pgbouncer.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func write(t testing.TB, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chownAll gives dir and its files to name, the user PgBouncer runs as.
+func chownAll(t testing.TB, dir, name string) {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatalf("pgbouncer: user %s: %v", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	err = filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, uid, gid)
+	})
+	if err != nil {
+		t.Fatalf("pgbouncer: chown %s: %v", dir, err)
+	}
+}

@@ -1,0 +1,51 @@
+package rediscluster_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/stampede-guard/api/internal/rediscluster"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(rediscluster.Main(m)) }
+
+// TestClusterFormed: the helper's cluster has three masters over all 16384
+// slots, each with one replica, and a key written through it reads back.
+func TestClusterFormed(t *testing.T) {
+	rdb := rediscluster.NewClient(t)
+	ctx := context.Background()
+	shards, err := rdb.ClusterShards(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER SHARDS: %v", err)
+	}
+	slots := 0
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			slots += int(r.End - r.Start + 1)
+		}
+		roles := map[string]int{}
+		for _, n := range s.Nodes {
+			roles[n.Role]++
+		}
+		if len(s.Slots) > 0 && (roles["master"] != 1 || roles["replica"] != 1) {
+			t.Errorf("shard %v: got roles %v, want one master and one replica", s.Slots, roles)
+		}
+	}
+	if slots != 16384 {
+		t.Errorf("got %d slots served, want 16384", slots)
+	}
+	if len(shards) != 3 {
+		t.Errorf("got %d shards, want 3", len(shards))
+	}
+	key := "t" + strings.ReplaceAll(t.Name(), "/", "_") + ":{x}"
+	if err := rdb.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	defer rdb.Del(ctx, key)
+	if got := rdb.Get(ctx, key).Val(); got != "v" {
+		t.Errorf("GET: got %q, want %q", got, "v")
+	}
+}

@@ -1,0 +1,134 @@
+package repo_test
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/pgbouncer"
+	"github.com/stampede-guard/api/repo"
+)
+
+// viaPooler opens a fresh seeded database (migrated directly: migrations
+// hold a session advisory lock) and returns a direct pool and a pool that
+// reaches it as the app would with DB_POOLER: itself, or through a local
+// PgBouncer in transaction pooling. The server-side statement_timeout is
+// set on the database, as a pooled deployment must.
+func viaPooler(t *testing.T, pooler db.Pooler) (direct, app *db.Pool) {
+	t.Helper()
+	direct = dbtest.NewPool(t, "repo", db.Config{MaxConns: 4})
+	name := direct.Config().ConnConfig.Database
+	exec(t, direct, fmt.Sprintf(`ALTER DATABASE %q SET statement_timeout = '1s'`, name))
+	if !pooler.Behind() {
+		return direct, direct
+	}
+	url := withDatabase(t, pgbouncer.Start(t, dbtest.AdminURL()), name)
+	app, err := db.Open(testCtx(t), db.Config{URL: url, Name: "pooled", MaxConns: 20, Pooler: pooler,
+		StatementTimeout: time.Second, AcquireTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("open through PgBouncer: %v", err)
+	}
+	t.Cleanup(app.Close)
+	return direct, app
+}
+
+// withDatabase is raw with its database set to name.
+func withDatabase(t *testing.T, raw, name string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// TestBehindPgBouncer: checkout (no oversell, idempotent retries, each in
+// one transaction with a transaction-scoped advisory lock), product reads
+// and writes, and the statement timeout all hold through PgBouncer in
+// transaction pooling as they do directly. Many concurrent callers over
+// few server connections, so consecutive statements of one client land on
+// different server connections: pgx's default statement cache would fail
+// here ("prepared statement … does not exist").
+func TestBehindPgBouncer(t *testing.T) {
+	t.Parallel()
+	for _, pooler := range []db.Pooler{db.PoolerNone, db.PoolerPgBouncer} {
+		t.Run(string(pooler), func(t *testing.T) {
+			t.Parallel()
+			direct, app := viaPooler(t, pooler)
+			ctx := testCtx(t)
+			orders := repo.NewOrders(app, dbtest.Logger(t))
+
+			const product, stock, buyers = 42, 5, 40
+			exec(t, direct, `UPDATE products SET stock = $2 WHERE id = $1`, product, stock)
+			errs := make([]error, buyers)
+			var wg sync.WaitGroup
+			for i := range buyers {
+				wg.Go(func() {
+					in := repo.NewOrder{ProductID: product, Quantity: 1}
+					if i%2 == 0 { // half of them retry with a key: one order per key
+						in.IdempotencyKey = fmt.Sprintf("k-%d", i/4)
+					}
+					_, _, errs[i] = orders.Create(ctx, in)
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil && !errors.Is(err, repo.ErrOutOfStock) {
+					t.Errorf("buyer %d: %v", i, err)
+				}
+			}
+			if got := queryInt(t, direct, `SELECT stock FROM products WHERE id = $1`, product); got != 0 {
+				t.Errorf("stock afterwards: got %d, want 0", got)
+			}
+			if got := queryInt(t, direct, `SELECT count(*) FROM orders WHERE product_id = $1 AND created_at > now() - interval '1 hour'`, product); got != stock {
+				t.Errorf("orders: got %d, want %d (never oversold)", got, stock)
+			}
+
+			products := repo.NewProducts(app, newCache(t), dbtest.Logger(t))
+			id := int64(900 + len(pooler)) // ids no other test of this package reads through the cache
+			forget(t, newCache(t), id)
+			for range 20 {
+				wg.Go(func() {
+					if _, _, err := products.Get(ctx, id); err != nil {
+						t.Errorf("Get %d: %v", id, err)
+					}
+				})
+			}
+			wg.Wait()
+
+			_, err := app.Exec(ctx, `SELECT pg_sleep(3)`)
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+				t.Errorf("pg_sleep(3) with a 1 s server statement_timeout: got %v, want query_canceled (57014)", err)
+			}
+		})
+	}
+}
+
+// TestPoolerNeedsServerTimeout: behind a pooler the client's own
+// statement_timeout cannot reach the server, so a database without one is
+// refused at start rather than run without any.
+func TestPoolerNeedsServerTimeout(t *testing.T) {
+	t.Parallel()
+	direct := dbtest.NewPool(t, "repo", db.Config{MaxConns: 2})
+	name := direct.Config().ConnConfig.Database
+	exec(t, direct, fmt.Sprintf(`ALTER DATABASE %q SET statement_timeout = 0`, name))
+	url := withDatabase(t, pgbouncer.Start(t, dbtest.AdminURL()), name)
+	p, err := db.Open(testCtx(t), db.Config{URL: url, Pooler: db.PoolerPgBouncer})
+	if err == nil {
+		p.Close()
+		t.Fatal("Open through PgBouncer on a database without statement_timeout: got nil, want an error")
+	}
+	if !strings.Contains(err.Error(), "statement_timeout") {
+		t.Errorf("error %q does not name statement_timeout", err)
+	}
+}
