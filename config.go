@@ -276,3 +276,12 @@ func breakerOpen(p *envParser) (minOpen, maxOpen time.Duration, deprecated bool)
 	}
 	return minOpen, maxOpen, deprecated
 }
+
+// fillChannel carries the lock holders' fill signals (cache/signal.go),
+// kept apart per logical database or namespace like invalidationChannel.
+func (c config) fillChannel() string {
+	if c.CacheNamespace != "" {
+		return c.namespace() + "cache:filled"
+	}
+	return fmt.Sprintf("cache:filled:db%d", c.RedisDB)
+}

@@ -167,7 +167,7 @@ func TestInvalidationChannelSeparatesApps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("loadConfig(%v): %v", env, err)
 		}
-		return c.invalidationChannel()
+		return c.invalidationChannel() + " " + c.fillChannel()
 	}
 	pairs := [][2]map[string]string{
 		{{"REDIS_URL": "redis://127.0.0.1:6379/12"}, {"REDIS_URL": "redis://127.0.0.1:6379/13"}},
@@ -178,7 +178,7 @@ func TestInvalidationChannelSeparatesApps(t *testing.T) {
 			t.Errorf("%v and %v share channel %q", p[0], p[1], a)
 		}
 	}
-	if got := channel(map[string]string{"CACHE_NAMESPACE": "shop"}); got != "shop:cache:invalidate" {
-		t.Errorf("namespaced channel %q, want shop:cache:invalidate", got)
+	if got := channel(map[string]string{"CACHE_NAMESPACE": "shop"}); got != "shop:cache:invalidate shop:cache:filled" {
+		t.Errorf("namespaced channels %q, want shop:cache:invalidate shop:cache:filled", got)
 	}
 }

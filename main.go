@@ -109,7 +109,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
-		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(),
+		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
