@@ -440,9 +440,10 @@ func startDashboardApp(t *testing.T, env map[string]string) string {
 		"HTTP_ADDR":    "127.0.0.1:0",
 		"ADMIN_ADDR":   "127.0.0.1:0",
 		"DATABASE_URL": dbtest.NewDatabase(t, "dash"),
-		"REDIS_URL":    dbtest.RedisDBURL(4),
+		"REDIS_URL":    dbtest.RedisDBURL(redisDB),
+		// Keys, limit counters and channels of its own, deleted at the end.
+		"CACHE_NAMESPACE": dbtest.Namespace(t, redisDB),
 	}
-	dbtest.NewRedis(t, 4) // fails clearly when Redis is down
 	for k, v := range env {
 		vars[k] = v
 	}
