@@ -149,6 +149,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := l.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis at %s: %w", *redisAddr, err)
 	}
+	if err := claimRedis(ctx, l.rdb); err != nil {
+		return fmt.Errorf("redis at %s: %w", *redisAddr, err)
+	}
 	if l.dbProxy, err = NewLink(pgHost, true); err != nil {
 		return err
 	}
@@ -168,7 +171,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer func() {
 		_ = l.pg.DropDatabase(context.Background(), l.template)
-		_ = l.rdb.FlushDB(context.Background()).Err() // the lab's Redis database, left empty
+		// The lab's Redis database, left empty but for its mark.
+		_ = flushRedis(context.Background(), l.rdb)
 	}()
 
 	// ---- Experiments ---------------------------------------------------------
