@@ -3,3 +3,7 @@
 // scripts and the CI workflow. It is a module of its own so that the app's
 // go.mod carries only what the app needs; `make test` runs it too.
 package checks
+
+// Versions: compose-go stays at v2.10.1 because it and actionlint v1.7.12
+// must agree on go.yaml.in/yaml/v4 v4.0.0-rc.3 (later compose-go releases
+// need rc.4, which actionlint does not compile against).
