@@ -17,7 +17,7 @@ import (
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	return optionalTool(t, "install Debian's chromium package (apt-get install chromium); .ci/run does",
-		"chromium", "chromium-browser")
+		"chromium", "chromium-browser", "google-chrome")
 }
 
 // TestConsoleChartsReceiveData drives the live console in headless Chromium
