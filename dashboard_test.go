@@ -82,6 +82,30 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	}
 }
 
+// TestDashboardSeriesExistAtStart: on a fresh app that has served nothing
+// but Prometheus's own scrapes, every series a panel reads already exists
+// (at zero), so no panel shows "No data" before the first refusal or load.
+func TestDashboardSeriesExistAtStart(t *testing.T) {
+	dash := loadDashboard(t)
+	base := startDashboardApp(t, map[string]string{"L1_TTL": "0"})
+	var exp dashExport
+	for range 2 { // the first scrape is the first request the histogram sees
+		code, body := httpGet(t, base+"/metrics", nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET /metrics: %d %s", code, body)
+		}
+		var err error
+		if exp, err = parseDashboardMetrics(body); err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+	}
+	for _, p := range dashboardPanels(dash.Panels) {
+		for _, tg := range p.Targets {
+			checkDashboardExpr(t, fmt.Sprintf("fresh app: panel %d %q target %s", p.ID, p.Title, tg.RefID), tg, exp)
+		}
+	}
+}
+
 // checkDashboardExpr checks one target's metric names, label matchers,
 // grouping labels and legend placeholders against what the app exports.
 func checkDashboardExpr(t *testing.T, where string, tg grafanaTarget, exp dashExport) {
@@ -230,26 +254,9 @@ func scrapeDashboardApp(t *testing.T) dashExport {
 		"TRUSTED_PROXIES": "127.0.0.1/32",
 		"L1_TTL":          "0",
 	})
-	client := &http.Client{Timeout: 30 * time.Second}
 	get := func(path string, header map[string]string) (int, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, base+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		return resp.StatusCode, body
+		return httpGet(t, base+path, header)
 	}
 	xff := map[string]string{"X-Forwarded-For": clientIP}
 	if code, body := get("/products/1", xff); code != http.StatusOK {
@@ -267,6 +274,28 @@ func scrapeDashboardApp(t *testing.T) dashExport {
 		t.Fatalf("GET /metrics: %v", err)
 	}
 	return exp
+}
+
+// httpGet sends a GET with header and returns the status and body.
+func httpGet(t *testing.T, url string, header map[string]string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, body
 }
 
 // parseDashboardMetrics reads the Prometheus text format: # TYPE lines give
