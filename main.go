@@ -43,6 +43,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	log := newLogger(stdout, cfg.LogLevel)
+	setRedisLogger(log)
 	if cfg.BreakerOpenOld {
 		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
 	}
