@@ -7,6 +7,7 @@ package checks
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -89,6 +90,21 @@ func TestComposeServices(t *testing.T) {
 	}
 	if test := strings.Join(composeService(t, p, "redis").HealthCheck.Test, " "); !strings.Contains(test, "redis-cli") || !strings.Contains(test, "ping") {
 		t.Errorf("redis health check %q does not use redis-cli ping", test)
+	}
+}
+
+// TestComposeDataServicesOnLoopback: PostgreSQL (password "postgres") and
+// Redis (no password) are published on the host's loopback only, never on
+// every interface.
+func TestComposeDataServicesOnLoopback(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"postgres", "redis"} {
+		s := composeService(t, p, name)
+		for _, port := range s.Ports {
+			if port.Published != "" && port.HostIP != "127.0.0.1" && port.HostIP != "::1" {
+				t.Errorf("service %s publishes %s:%d on %q, want 127.0.0.1", name, port.Published, port.Target, port.HostIP)
+			}
+		}
 	}
 }
 
@@ -356,6 +372,17 @@ func TestDockerfile(t *testing.T) {
 	}
 	if !staticBuild {
 		t.Error("Dockerfile does not build with CGO_ENABLED=0 (a static binary that runs in the small final image)")
+	}
+
+	// A base image its project still supports: Alpine 3.22 or later (3.20
+	// and 3.21 are past their end of support), or distroless.
+	if v, ok := strings.CutPrefix(final.image, "alpine:"); ok {
+		var major, minor int
+		if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major < 3 || (major == 3 && minor < 22) {
+			t.Errorf("final image %q: want alpine:3.22 or later (a supported release)", final.image)
+		}
+	} else if !strings.HasPrefix(final.image, "gcr.io/distroless/") {
+		t.Errorf("final image %q: want alpine:3.22+ or gcr.io/distroless", final.image)
 	}
 
 	users := final.args("USER")
