@@ -17,6 +17,7 @@ type config struct {
 	HTTPAddr     string
 	AdminAddr    string // "off" disables the admin listener
 	AdminAddrSet bool   // set by the user: a busy address is an error, not a fallback
+	MetricsAddr  string // "": /metrics on HTTP_ADDR; else its own listener
 	DatabaseURL  string
 	RedisURL     string
 	RedisDB      int // the logical database of REDIS_URL
@@ -78,6 +79,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		HTTPAddr:          p.str("HTTP_ADDR", ":8080"),
 		AdminAddr:         p.str("ADMIN_ADDR", "127.0.0.1:8081"),
 		AdminAddrSet:      p.set("ADMIN_ADDR"),
+		MetricsAddr:       p.str("METRICS_ADDR", ""),
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		CacheNamespace:    p.namespace("CACHE_NAMESPACE"),

@@ -128,10 +128,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	handlers.Register(engine,
 		handlers.NewProducts(products, cfg.HTTPCache, log), handlers.NewOrders(orders, log),
-		handlers.NewReports(reports, log), health,
-		promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}),
+		handlers.NewReports(reports, log), health, publicMetrics,
 		routeClasses(cfg, rdb, mainPool, reportsPool, m, log))
 
 	srv := &http.Server{

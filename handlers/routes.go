@@ -16,7 +16,9 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
-	r.GET("/metrics", gin.WrapH(metrics))
+	if metrics != nil { // nil: served on a listener of its own (METRICS_ADDR)
+		r.GET("/metrics", gin.WrapH(metrics))
+	}
 
 	normal := r.Group("/", classes.Normal...)
 	normal.GET("/products/:id", p.get)
