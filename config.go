@@ -69,6 +69,7 @@ type config struct {
 	ShutdownTimeout      time.Duration
 	HotKeys              []int64
 	LogLevel             string
+	MigrateOnStart       bool // run applies pending migrations before serving
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -80,6 +81,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		AdminAddr:         p.str("ADMIN_ADDR", "127.0.0.1:8081"),
 		AdminAddrSet:      p.set("ADMIN_ADDR"),
 		MetricsAddr:       p.str("METRICS_ADDR", ""),
+		MigrateOnStart:    p.boolean("MIGRATE_ON_START", true),
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		CacheNamespace:    p.namespace("CACHE_NAMESPACE"),

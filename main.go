@@ -28,7 +28,7 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
+	if err := command(context.Background(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -67,9 +67,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	// Migrations get a roomier deadline than a request: they run once, under
-	// goose's advisory lock, before any traffic.
-	if err := db.Migrate(ctx, mainPool, migrations.FS, log); err != nil {
-		return err
+	// goose's advisory lock, before any traffic. MIGRATE_ON_START=false
+	// leaves them to `api migrate up` (a deploy step of its own).
+	if cfg.MigrateOnStart {
+		if err := db.Migrate(ctx, mainPool, migrations.FS, log); err != nil {
+			return err
+		}
 	}
 	reportsPool, err := db.Open(ctx, poolConfig(cfg, "reports", cfg.ReportsMaxConns, log))
 	if err != nil {
