@@ -93,6 +93,33 @@ func TestComposeServices(t *testing.T) {
 	}
 }
 
+// TestComposeSeedsOnce: a one-shot service runs `api seed` (from the app's
+// image) once PostgreSQL is healthy, and the app starts after it succeeded.
+func TestComposeSeedsOnce(t *testing.T) {
+	p := loadCompose(t)
+	seed := composeService(t, p, "seed")
+	if got := strings.Join(seed.Command, " "); got != "seed" {
+		t.Errorf("seed service command %q, want seed", got)
+	}
+	if seed.Build == nil || filepath.Clean(seed.Build.Context) != repoRoot(t) {
+		t.Errorf("seed service does not build the app's image (build %+v)", seed.Build)
+	}
+	if d, ok := seed.DependsOn["postgres"]; !ok || d.Condition != types.ServiceConditionHealthy {
+		t.Errorf("seed service does not wait for a healthy postgres: %+v", seed.DependsOn)
+	}
+	if seed.Restart != "" && seed.Restart != "no" {
+		t.Errorf("seed service restart %q: a one-shot job must not restart", seed.Restart)
+	}
+	dbURL := composeEnvMap(seed.Environment)["DATABASE_URL"]
+	if u, err := url.Parse(dbURL); err != nil || u.Hostname() != "postgres" {
+		t.Errorf("seed DATABASE_URL %q: want the postgres service", dbURL)
+	}
+	app := composeService(t, p, "app")
+	if d, ok := app.DependsOn["seed"]; !ok || d.Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("app does not wait for seed to complete successfully: %+v", app.DependsOn["seed"])
+	}
+}
+
 // TestComposeDataServicesOnLoopback: PostgreSQL (password "postgres") and
 // Redis (no password) are published on the host's loopback only, never on
 // every interface.
