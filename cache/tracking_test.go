@@ -32,6 +32,7 @@ func trackingCache(t *testing.T, prefix string, copies int) (*Cache, string) {
 // trackingCacheOn is trackingCache on rdb's logical database.
 func trackingCacheOn(t *testing.T, rdb *redis.Client, prefix string, copies int) (*Cache, string) {
 	t.Helper()
+	t.Cleanup(func() { dbtest.DeletePrefix(t, rdb, prefix) }) // after the Cache closes
 	opt := *rdb.Options()
 	opt.ClientName = "t" + dbtest.Unique() + ":l1-tracking"
 	cfg := Config{Mode: ModeLock, L1TTL: time.Minute, Copies: copies, Channel: "inv:" + dbtest.Unique(),
