@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/stampede-guard/api/api"
 	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
@@ -140,6 +141,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		handlers.NewProducts(products, cfg.HTTPCache, log), handlers.NewOrders(orders, log),
 		handlers.NewReports(reports, log), health, publicMetrics,
 		routeClasses(cfg, rdb, mainPool, reportsPool, m, log))
+	handlers.RegisterOpenAPI(engine, api.OpenAPI)
 
 	srv := &http.Server{
 		Handler:           engine,
