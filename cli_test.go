@@ -157,3 +157,27 @@ func TestMigrateOnStartOff(t *testing.T) {
 		t.Errorf("GET /products/1 on the migrated products table: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// TestNoArgumentsServes: the binary with no argument is the server.
+func TestNoArgumentsServes(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env["HTTP_ADDR"], env["ADMIN_ADDR"] = "127.0.0.1:0", "off"
+	logs := &logCapture{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- command(ctx, nil, func(k string) string { return env[k] }, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("command with no argument returned %v after cancel, want nil", err)
+		}
+	}()
+	if !waitFor(listenWait, func() bool { return len(logs.records("listening")) > 0 }) {
+		t.Fatalf("command with no argument did not serve:\n%s", logs)
+	}
+	addr, _ := logs.records("listening")[0]["addr"].(string)
+	if resp, raw := call(t, "GET", "http://"+addr+"/healthz", nil, ""); resp.StatusCode != 200 {
+		t.Errorf("GET /healthz: %d %s", resp.StatusCode, raw)
+	}
+}
