@@ -198,13 +198,3 @@ func checkRefs(t *testing.T, doc map[string]any, node any, where string) {
 		}
 	}
 }
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
