@@ -1,50 +1,72 @@
 # stampede-guard. `make test` needs PostgreSQL and Redis (and Debian's redis-server,
 # from which the tests start a local Redis Cluster themselves): it uses the ones
 # below (override from the environment), or starts them with docker compose.
+# `make help` lists the targets: each one's `## comment` is its help line.
 DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
 REDIS_URL ?= redis://127.0.0.1:6379/0
 export DATABASE_URL REDIS_URL
 
 GO ?= go
+# Checks left out for a missing optional tool (Chromium) append their names
+# here; `make test` prints them as its last line.
+SKIPPED_CHECKS_FILE := $(CURDIR)/bin/skipped-checks
+export SKIPPED_CHECKS_FILE
 
-.PHONY: build run test vet bench lint services lab fuzz
+.DEFAULT_GOAL := build
+.PHONY: help build run test vet bench lint services lab fuzz
 
-build:
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/api
 	$(GO) build -o bin/api .
 
-run: build services
+run: build services ## build and serve on :8080 (PostgreSQL and Redis from the URLs above)
 	./bin/api
 
-test: services
-	$(GO) test -race -count=1 ./...
+# The app's module, then the checks module (compose, Dockerfile, Grafana,
+# k6, CI workflow). Both always run; the exit status is the first failure's.
+# The last line names every optional check that was left out.
+test: services ## run every test (real PostgreSQL and Redis; -race)
+	@mkdir -p bin && rm -f $(SKIPPED_CHECKS_FILE)
+	@status=0; \
+	$(GO) test -race -count=1 ./... || status=$$?; \
+	(cd checks && $(GO) test -race -count=1 ./...) || status=$$?; \
+	if [ -s $(SKIPPED_CHECKS_FILE) ]; then \
+		echo "optional checks left out: $$(sort -u $(SKIPPED_CHECKS_FILE) | paste -sd ';' - | sed 's/;/; /g')"; \
+	else \
+		echo "optional checks left out: none"; \
+	fi; \
+	exit $$status
 
-vet:
+vet: ## go vet both modules
 	$(GO) vet ./...
+	cd checks && $(GO) vet ./...
 
 # Fuzz the id, ETag, bearer-token and JSON-body parsers, FUZZTIME each (their
 # seed corpora already run as plain tests in `make test`).
 FUZZTIME ?= 10s
-fuzz:
+fuzz: ## fuzz the request parsers for FUZZTIME each (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalInt$$' -fuzztime $(FUZZTIME) ./handlers
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitETags$$' -fuzztime $(FUZZTIME) ./handlers
 	$(GO) test -run '^$$' -fuzz '^FuzzProductBody$$' -fuzztime $(FUZZTIME) ./handlers
 	$(GO) test -run '^$$' -fuzz '^FuzzBearer$$' -fuzztime $(FUZZTIME) ./middleware
 
-bench: services
+bench: services ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The lab: N instances of bin/api as separate processes on these PostgreSQL
 # and Redis (logical database 10), a delayed TCP proxy on the database link,
 # the course's experiments and their before/after tables (about 2-3 minutes).
-lab: build services
+lab: build services ## run the lab's experiments (Redis db 10: empty, or the lab's own)
 	$(GO) run ./lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 
 # gofmt, go vet and staticcheck (fetched from the module proxy on first use).
-lint: vet
+lint: vet ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # Checks that PostgreSQL and Redis answer; starts them with docker compose
 # when Docker works, else fails with one line saying what to start.
-services:
+services: ## check PostgreSQL and Redis answer (start them with docker compose if possible)
 	@bash scripts/services.sh

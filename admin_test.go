@@ -14,7 +14,8 @@ import (
 // its remaining TTL, and nothing once it is gone.
 func TestAdminStateListsLockHolders(t *testing.T) {
 	t.Parallel()
-	a := launchApp(t, testEnv(t), nil)
+	env := testEnv(t)
+	a := launchApp(t, env, nil)
 	a.waitListening()
 	admin := a.logs.records("admin listening")
 	if len(admin) == 0 {
@@ -22,7 +23,7 @@ func TestAdminStateListsLockHolders(t *testing.T) {
 	}
 	feed := fmt.Sprintf("http://%s/api/state", admin[0]["addr"])
 	rdb := dbtest.NewRedis(t, redisDB)
-	key := "lock:product:v1:{" + dbtest.Unique() + "}"
+	key := nsKey(env, "lock:product:v1:{"+dbtest.Unique()+"}")
 	if err := rdb.Set(context.Background(), key, "token", 20*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}

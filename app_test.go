@@ -23,18 +23,18 @@ const redisDB = 4
 const listenWait = 30 * time.Second
 
 // testEnv creates a fresh database for t and returns the environment that
-// points run at it and at Redis database 4, with the L1 off.
+// points run at it and at Redis database 4 under a CACHE_NAMESPACE of the
+// test's own (its keys are deleted when the test ends; nothing else in the
+// database is touched), with the L1 off.
 func testEnv(t *testing.T) map[string]string {
 	t.Helper()
 	url := dbtest.NewDatabase(t, "main")
-	dbtest.NewRedis(t, redisDB) // flushes db 4 once per test binary
 	return map[string]string{
-		"DATABASE_URL": url,
-		"REDIS_URL":    dbtest.RedisDBURL(redisDB),
-		"L1_TTL":       "0",
-		// The limiter counts per IP in Redis db 4, shared by every app of
-		// the binary: parallel tests would share one budget.
-		"RATE_LIMIT": "off",
+		"DATABASE_URL":    url,
+		"REDIS_URL":       dbtest.RedisDBURL(redisDB),
+		"CACHE_NAMESPACE": dbtest.Namespace(t, redisDB),
+		"L1_TTL":          "0",
+		"RATE_LIMIT":      "off",
 		// Likewise for the per-key budget of the key below.
 		"RATE_LIMIT_KEY": "off",
 		// Product writes need a key; send presents this one by default.
@@ -44,6 +44,14 @@ func testEnv(t *testing.T) map[string]string {
 
 // testAPIKey is the write key of every test app (API_KEYS in testEnv).
 const testAPIKey = "test-key-0123456789abcdef"
+
+// nsKey is the Redis key name the app started with env uses for key.
+func nsKey(env map[string]string, key string) string {
+	if ns := env["CACHE_NAMESPACE"]; ns != "" {
+		return ns + ":" + key
+	}
+	return key
+}
 
 // logCapture is run's stdout: it keeps complete JSON lines, safely for
 // concurrent writers and readers.

@@ -78,7 +78,7 @@ func TestKeysCreateCommand(t *testing.T) {
 	env := testEnv(t)
 	delete(env, "API_KEYS")
 	var out bytes.Buffer
-	if err := runCommand(t.Context(), []string{"keys", "create", "--scope", "write"}, envOf(env), &out); err != nil {
+	if err := command(t.Context(), []string{"keys", "create", "--scope", "write"}, envOf(env), &out); err != nil {
 		t.Fatalf("keys create: %v", err)
 	}
 	key := strings.TrimSpace(out.String())
@@ -124,7 +124,7 @@ func TestKeysCreateCommand(t *testing.T) {
 	// address where nothing listens, it still fails at once with usage.
 	nowhere := envOf(map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"})
 	for _, args := range [][]string{{"keys", "create", "--scope", "admin"}, {"keys", "create", "extra"}, {"keys", "drop"}} {
-		err := runCommand(t.Context(), args, nowhere, &bytes.Buffer{})
+		err := command(t.Context(), args, nowhere, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "usage") {
 			t.Errorf("%v: got %v, want a usage error", args, err)
 		}

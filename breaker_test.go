@@ -39,7 +39,6 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 		t.Fatalf("parse database URL: %v", err)
 	}
 	dbURL.Host = link.Addr()
-	dbtest.NewRedis(t, redisDB) // flushes db 4 once per test binary
 	const warm = 10
 	next := int64(700) // uncached ids: 700, 701, …
 	uncached := func() string { next++; return fmt.Sprintf("/products/%d", next) }
@@ -47,10 +46,10 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 	for id := next + 1; id <= next+60; id++ {
 		ids = append(ids, id)
 	}
-	forgetProducts(t, ids...)
 
 	a := launchApp(t, map[string]string{
 		"DATABASE_URL": dbURL.String(), "REDIS_URL": dbtest.RedisDBURL(redisDB),
+		"CACHE_NAMESPACE":  dbtest.Namespace(t, redisDB),
 		"BREAKER_FAILURES": "3", "BREAKER_OPEN_MIN": "100ms", "BREAKER_OPEN_MAX": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
 		"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "200ms", "L1_TTL": "0", "RATE_LIMIT": "off",
 	}, nil)

@@ -18,15 +18,6 @@ import (
 // commandTimeout bounds a one-shot command (connect, migrate, one insert).
 const commandTimeout = 2 * time.Minute
 
-// runCommand runs a subcommand of the binary (`api keys create`). With no
-// arguments main serves HTTP instead.
-func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) >= 2 && args[0] == "keys" && args[1] == "create" {
-		return keysCreate(ctx, args[2:], getenv, stdout)
-	}
-	return fmt.Errorf("unknown command %q; usage: api (serve HTTP) | api keys create [--scope write]", strings.Join(args, " "))
-}
-
 // keysCreate makes an API key, stores its hash and prints the key: the only
 // time anyone sees it.
 func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {

@@ -19,6 +19,7 @@ type config struct {
 	HTTPAddr     string
 	AdminAddr    string // "off" disables the admin listener
 	AdminAddrSet bool   // set by the user: a busy address is an error, not a fallback
+	MetricsAddr  string // "": /metrics on HTTP_ADDR; else its own listener
 	DatabaseURL  string
 	RedisURL     string
 	RedisDB      int // the logical database of REDIS_URL
@@ -81,6 +82,7 @@ type config struct {
 	DBPooler             db.Pooler // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
 	DatabaseDirectURL    string    // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
 	DatabaseReadURL      string    // DATABASE_READ_URL: a read replica for the reports pool
+	MigrateOnStart       bool      // run applies pending migrations before serving
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -91,6 +93,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		HTTPAddr:          p.str("HTTP_ADDR", ":8080"),
 		AdminAddr:         p.str("ADMIN_ADDR", "127.0.0.1:8081"),
 		AdminAddrSet:      p.set("ADMIN_ADDR"),
+		MetricsAddr:       p.str("METRICS_ADDR", ""),
+		MigrateOnStart:    p.boolean("MIGRATE_ON_START", true),
 		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		CacheNamespace:    p.namespace("CACHE_NAMESPACE"),

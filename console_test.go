@@ -12,17 +12,12 @@ import (
 	"time"
 )
 
-// chromiumPath finds Debian's chromium; the console test fails, not skips,
-// without it (.ci/run installs it).
+// chromiumPath finds Debian's chromium: required in CI (.ci/run installs
+// it), else the test is left out and named (optionalTool).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("chromium not found: install Debian's chromium package (apt-get install chromium); .ci/run does")
-	return ""
+	return optionalTool(t, "install Debian's chromium package (apt-get install chromium); .ci/run does",
+		"chromium", "chromium-browser", "google-chrome")
 }
 
 // TestConsoleChartsReceiveData drives the live console in headless Chromium

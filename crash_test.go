@@ -71,9 +71,9 @@ func TestLockHolderCrash(t *testing.T) {
 	}
 	link, queries := dbtest.NewPGProxy(t, dbURL.Host)
 	dbURL.Host = link.Addr()
-	ns := "crash" + dbtest.Unique()
+	ns := env["CACHE_NAMESPACE"]
 	for k, v := range map[string]string{
-		"DATABASE_URL": dbURL.String(), "CACHE_NAMESPACE": ns, "ADMIN_ADDR": "off",
+		"DATABASE_URL": dbURL.String(), "ADMIN_ADDR": "off",
 		"LOCK_TTL": "2s", "LOCK_WAIT": "6s", "REQUEST_TIMEOUT": "8s", "DB_STATEMENT_TIMEOUT": "1900ms",
 	} {
 		env[k] = v

@@ -35,7 +35,6 @@ func TestDeadlineSlowQueryEnds(t *testing.T) {
 	t.Parallel()
 	env := deadlineEnv(t)
 	const id = 851
-	forgetProducts(t, id)
 	base, _ := startApp(t, env)
 	_, release := lockTable(t, env["DATABASE_URL"], "products")
 
@@ -68,10 +67,9 @@ func TestDeadlineLockWaitEnds(t *testing.T) {
 	t.Parallel()
 	env := deadlineEnv(t)
 	const id = 852
-	forgetProducts(t, id)
 	base, _ := startApp(t, env)
 	rdb := dbtest.NewRedis(t, redisDB)
-	lock := "lock:" + repo.Key(id)
+	lock := nsKey(env, "lock:"+repo.Key(id))
 	ok, err := rdb.SetNX(context.Background(), lock, "held-by-the-test", 5*time.Second).Result()
 	if err != nil || !ok {
 		t.Fatalf("SET %s NX PX 5000: got %v (%v), want it set", lock, ok, err)

@@ -14,7 +14,6 @@ func TestShutdownDrainDelay(t *testing.T) {
 	env["SHUTDOWN_DRAIN_DELAY"] = "1500ms"
 	a := launchApp(t, env, nil)
 	base := a.waitListening()
-	forgetProducts(t, 22)
 
 	a.cancel()
 	time.Sleep(200 * time.Millisecond)

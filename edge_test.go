@@ -137,7 +137,6 @@ func (e *edge) revalidate(url string, c *edgeCopy) {
 func TestEdgeServesStaleWhileRevalidating(t *testing.T) {
 	t.Parallel()
 	const id, burst = 953, 50
-	forgetProducts(t, id)
 	env := testEnv(t)
 	env["CACHE_SOFT_TTL"], env["CACHE_TTL"] = "1s", "1m"
 	base, _ := startApp(t, env)

@@ -105,7 +105,6 @@ func TestReadinessWaitsForWarmUp(t *testing.T) {
 	env["DATABASE_URL"] = dbURL.String()
 	env["HTTP_ADDR"] = addr
 	env["HOT_KEYS"] = "901,902,903,904,905,906,907,908"
-	env["CACHE_NAMESPACE"] = "warm" + dbtest.Unique()
 	a := launchApp(t, env, nil)
 	base := "http://" + addr
 	var sawWarming bool

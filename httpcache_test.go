@@ -15,7 +15,6 @@ import (
 func TestHTTPCacheHeaders(t *testing.T) {
 	t.Parallel()
 	const id, absent = 951, 999951
-	forgetProducts(t, id, absent)
 	product := fmt.Sprint("/products/", id)
 	type request struct {
 		method, path, body string
@@ -89,7 +88,6 @@ func TestHTTPCacheHeaders(t *testing.T) {
 func TestHTTPConditionalRequests(t *testing.T) {
 	t.Parallel()
 	const id = 952
-	forgetProducts(t, id)
 	env := testEnv(t)
 	base, _ := startApp(t, env)
 	url := fmt.Sprint(base, "/products/", id)

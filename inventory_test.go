@@ -18,7 +18,6 @@ func TestPutCannotUndoOrders(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	const id = 512
-	forgetProducts(t, id)
 	base, _ := startApp(t, env)
 	url := fmt.Sprintf("%s/products/%d", base, id)
 

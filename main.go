@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/stampede-guard/api/api"
 	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
@@ -27,13 +28,7 @@ import (
 )
 
 func main() {
-	serve := run
-	if len(os.Args) > 1 { // a subcommand such as `api keys create`
-		serve = func(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-			return runCommand(ctx, os.Args[1:], getenv, stdout)
-		}
-	}
-	if err := serve(context.Background(), os.Getenv, os.Stdout); err != nil {
+	if err := command(context.Background(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -48,6 +43,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	log := newLogger(stdout, cfg.LogLevel)
+	setRedisLogger(log)
 	if cfg.BreakerOpenOld {
 		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
 	}
@@ -71,9 +67,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	// Migrations get a roomier deadline than a request: they run once, under
-	// goose's advisory lock, before any traffic.
-	if err := migrate(ctx, cfg, mainPool, log); err != nil {
-		return err
+	// goose's advisory lock, before any traffic. MIGRATE_ON_START=false
+	// leaves them to `api migrate up` (a deploy step of its own).
+	if cfg.MigrateOnStart {
+		if err := migrate(ctx, cfg, mainPool, log); err != nil {
+			return err
+		}
 	}
 	reportsPool, err := db.Open(ctx, poolConfig(cfg, "reports", cfg.ReportsMaxConns, log))
 	if err != nil {
@@ -144,11 +143,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	handlers.Register(engine,
 		handlers.NewProducts(products, cfg.HTTPCache, log), handlers.NewOrders(orders, log),
-		handlers.NewReports(reports, log), health,
-		promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}),
+		handlers.NewReports(reports, log), health, publicMetrics,
 		routeClasses(cfg, rdb, mainPool, reportsPool, m, log))
+	handlers.RegisterOpenAPI(engine, api.OpenAPI)
 
 	srv := &http.Server{
 		Handler:           engine,

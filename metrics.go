@@ -37,11 +37,25 @@ func newMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() bre
 		}, []string{"reason", "class"}),
 		counts: map[string]int64{},
 	}
+	// Every refusal series exists at zero from the start: a dashboard's
+	// rate() of a series that appears only with the first refusal shows
+	// "No data" until then, and misses that first increase.
+	for _, reason := range refusalReasons {
+		for _, class := range priorityClasses {
+			m.refused.WithLabelValues(reason, class)
+		}
+	}
 	m.reg.MustRegister(m.requests, m.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&statsCollector{cache: c, pools: pools, breakers: breakers})
 	return m
 }
+
+// The label values of stampede_requests_refused_total (routeClasses).
+var (
+	refusalReasons  = []string{"rate_limited", "shed", "concurrency"}
+	priorityClasses = []string{"critical", "normal", "low"}
+)
 
 func (m *metrics) refusedBy(reason, class string) {
 	m.refused.WithLabelValues(reason, class).Inc()

@@ -21,7 +21,6 @@ func TestMetricsAfterStampede(t *testing.T) {
 	env := testEnv(t)
 	env["CACHE_MODE"] = "lock"
 	env["LOCK_WAIT"] = "4s"
-	forgetProducts(t, id)
 	bases := []string{}
 	for range 2 {
 		base, _ := startApp(t, env)

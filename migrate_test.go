@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io/fs"
 	"maps"
@@ -97,8 +98,8 @@ func TestMigrateConcurrentStarts(t *testing.T) {
 }
 
 // TestMigrateOutlivesRequestStatementTimeout: DB_STATEMENT_TIMEOUT bounds
-// requests, not migrations. With a tight (valid) value, the seed migration
-// still runs and the service starts.
+// requests, not migrations or the seed. With a tight (valid) value, the
+// migrations and `api seed` (50 000 orders in one statement) still run.
 func TestMigrateOutlivesRequestStatementTimeout(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -106,6 +107,10 @@ func TestMigrateOutlivesRequestStatementTimeout(t *testing.T) {
 	base, _ := startApp(t, env)
 	if resp, raw := call(t, http.MethodGet, base+"/readyz", nil, ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("/readyz: got %d, want 200; body %s", resp.StatusCode, raw)
+	}
+	var out bytes.Buffer
+	if err := command(context.Background(), []string{"seed"}, func(k string) string { return env[k] }, &out); err != nil {
+		t.Fatalf("api seed with DB_STATEMENT_TIMEOUT=200ms: %v\n%s", err, out.String())
 	}
 	conn := dbConn(t, env["DATABASE_URL"])
 	if got := scalar(t, conn, `SELECT count(*) FROM orders`); got < 50000 {

@@ -52,7 +52,6 @@ func TestOverloadShedsReadsAdmitsCheckout(t *testing.T) {
 	t.Parallel()
 	env := overloadEnv(t)
 	ids := []int64{601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613}
-	forgetProducts(t, ids...)
 	base, _ := startApp(t, env)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after the lock is released (cleanups run last first)
@@ -116,7 +115,6 @@ func TestOverloadReportsShedCachedReadsServed(t *testing.T) {
 	t.Parallel()
 	env := overloadEnv(t)
 	const cached = 630
-	forgetProducts(t, cached)
 	base, _ := startApp(t, env)
 	url := fmt.Sprintf("%s/products/%d", base, cached)
 	for _, want := range []string{"MISS", "HIT"} {

@@ -22,7 +22,6 @@ func TestRedisDownServesFromDatabase(t *testing.T) {
 		"REDIS_URL": "redis://" + link.Addr() + "/4", "L1_TTL": "0", "RATE_LIMIT": "100-S",
 	})
 	const before, during, after = 801, 802, 803
-	forgetProducts(t, before, during, after)
 	rdb := dbtest.NewRedis(t, redisDB) // straight to Redis, not through the link
 	base, _ := startApp(t, env)
 	get := func(id int64) answer { return timedGet(fmt.Sprintf("%s/products/%d", base, id)) }
@@ -46,14 +45,14 @@ func TestRedisDownServesFromDatabase(t *testing.T) {
 		}
 	}
 	// Nothing was written while Redis was unreachable.
-	if n := rdb.Exists(context.Background(), repo.Key(during)).Val(); n != 0 {
+	if n := rdb.Exists(context.Background(), nsKey(env, repo.Key(during))).Val(); n != 0 {
 		t.Errorf("key %s exists after reads with Redis down, want absent", repo.Key(during))
 	}
 
 	link.SetDown(false)
 	eventually(t, 10*time.Second, "entries cached again after Redis came back", func() (bool, string) {
 		a := get(after)
-		n, err := rdb.Exists(context.Background(), repo.Key(after)).Result()
+		n, err := rdb.Exists(context.Background(), nsKey(env, repo.Key(after))).Result()
 		return a.status == http.StatusOK && a.header.Get("X-Cache") == "HIT" && n == 1,
 			fmt.Sprintf("GET %d: %d X-Cache %q (%v); key %s exists %d (%v)", after, a.status, a.header.Get("X-Cache"), a.err, repo.Key(after), n, err)
 	})

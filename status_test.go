@@ -1,32 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/repo"
 )
-
-// forgetProducts deletes the cached entries (and locks) of ids in Redis db
-// 4, which outlives one run of the test binary, so a test that expects a
-// MISS gets one on a rerun too.
-func forgetProducts(t *testing.T, ids ...int64) {
-	t.Helper()
-	rdb := dbtest.NewRedis(t, redisDB)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, id := range ids {
-		if err := rdb.Del(ctx, repo.Key(id), "lock:"+repo.Key(id)).Err(); err != nil {
-			t.Fatalf("delete cached product %d: %v", id, err)
-		}
-	}
-}
 
 // TestStatusCodes checks the status (and the headers that matter) of every
 // route for valid and malformed requests. Cases run in order: some depend on
@@ -34,7 +16,6 @@ func forgetProducts(t *testing.T, ids ...int64) {
 func TestStatusCodes(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
-	forgetProducts(t, 1, 2)
 	base, _ := startApp(t, env)
 
 	newName := "Renamed " + dbtest.Unique()

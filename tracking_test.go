@@ -32,7 +32,6 @@ func TestL1InvalidationModes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			t.Parallel()
-			forgetProducts(t, tt.id)
 			env := testEnv(t)
 			env["L1_TTL"], env["L1_INVALIDATION"] = "10s", tt.mode
 			bases := []string{}
@@ -50,7 +49,7 @@ func TestL1InvalidationModes(t *testing.T) {
 			}
 
 			const renamed = "renamed behind the app's back"
-			writeBehind(t, repo.Key(tt.id), renamed)
+			writeBehind(t, nsKey(env, repo.Key(tt.id)), renamed)
 			start := time.Now()
 			for i, base := range bases {
 				seen := false

@@ -13,12 +13,16 @@ import (
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
+// flushDB is the logical database TestTrackingResyncs flushes: not the
+// package's, and refused when it holds keys (dbtest.EmptyRedis).
+const flushDB = 3
+
 // TestTrackingResyncs: when invalidations may have been missed, L1 is
-// flushed, and afterwards tracking works again. Not parallel: FLUSHDB would
-// empty the other tests' keys.
+// flushed, and afterwards tracking works again. FLUSHDB runs on a logical
+// database of its own that must start empty; the test deletes its keys.
 func TestTrackingResyncs(t *testing.T) {
 	ctx := context.Background()
-	admin := dbtest.NewRedis(t, redisDB)
+	admin := dbtest.EmptyRedis(t, flushDB)
 	tests := []struct {
 		name    string
 		flushes int64 // at least (a kill: its own, then the resubscription's)
@@ -36,7 +40,8 @@ func TestTrackingResyncs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		prefix := newTestPrefix()
-		c, name := trackingCache(t, prefix, 1)
+		t.Cleanup(func() { dbtest.DeletePrefix(t, admin, prefix) })
+		c, name := trackingCacheOn(t, dbtest.NewRedis(t, flushDB), prefix, 1)
 		untouched, key := prefix+"{p:1}", prefix+"{p:2}"
 		warm(t, untouched, c)
 		flushes, id := c.Stats().L1Flushes, c.tracker.id.Load()

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os/exec"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/db/dbtest"
 )
@@ -24,7 +26,13 @@ const trackingBound = 100 * time.Millisecond
 // because CLIENT LIST shows every client of the server.
 func trackingCache(t *testing.T, prefix string, copies int) (*Cache, string) {
 	t.Helper()
-	rdb := dbtest.NewRedis(t, redisDB)
+	return trackingCacheOn(t, dbtest.NewRedis(t, redisDB), prefix, copies)
+}
+
+// trackingCacheOn is trackingCache on rdb's logical database.
+func trackingCacheOn(t *testing.T, rdb *redis.Client, prefix string, copies int) (*Cache, string) {
+	t.Helper()
+	t.Cleanup(func() { dbtest.DeletePrefix(t, rdb, prefix) }) // after the Cache closes
 	opt := *rdb.Options()
 	opt.ClientName = "t" + dbtest.Unique() + ":l1-tracking"
 	cfg := Config{Mode: ModeLock, L1TTL: time.Minute, Copies: copies, Channel: "inv:" + dbtest.Unique(),
@@ -89,48 +97,57 @@ func evictedWithin(t *testing.T, bound time.Duration, t0 time.Time, key string, 
 	return 0
 }
 
-// redisCLISet sets key with redis-cli against the test database. The
-// process is started and answering (PING) before the clock starts, so the
-// time it returns covers the SET, not a process start on a busy machine.
-func redisCLISet(key string) (time.Time, error) {
-	path, err := exec.LookPath("redis-cli")
+// rawSet sets key from a bare RESP connection of its own (no go-redis, no
+// Cache): the write any other program could make. The connection is open,
+// authenticated and on the test database before the clock starts, so the
+// time it returns covers the SET alone.
+func rawSet(key string) (time.Time, error) {
+	opt, err := redis.ParseURL(dbtest.RedisURL())
 	if err != nil {
 		return time.Time{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-u", dbtest.RedisURL(), "-n", strconv.Itoa(redisDB))
-	stdin, err := cmd.StdinPipe()
+	conn, err := net.DialTimeout("tcp", opt.Addr, 5*time.Second)
 	if err != nil {
 		return time.Time{}, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		return time.Time{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return time.Time{}, err
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	replies := bufio.NewScanner(stdout)
-	ask := func(command, want string) error {
-		if _, err := fmt.Fprintln(stdin, command); err != nil {
+	replies := bufio.NewReader(conn)
+	ask := func(want string, args ...string) error {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := conn.Write([]byte(b.String())); err != nil {
 			return err
 		}
-		if !replies.Scan() || strings.TrimSpace(replies.Text()) != want {
-			return fmt.Errorf("redis-cli %s: got %q (%v), want %s", command, replies.Text(), replies.Err(), want)
+		line, err := replies.ReadString('\n')
+		if got := strings.TrimRight(line, "\r\n"); err != nil || got != want {
+			return fmt.Errorf("%s: got %q (%v), want %s", args[0], got, err, want)
 		}
 		return nil
 	}
-	if err := ask("PING", "PONG"); err != nil {
+	if opt.Password != "" {
+		auth := []string{"AUTH", opt.Password}
+		if opt.Username != "" {
+			auth = []string{"AUTH", opt.Username, opt.Password}
+		}
+		if err := ask("+OK", auth...); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if err := ask("+OK", "SELECT", strconv.Itoa(redisDB)); err != nil {
 		return time.Time{}, err
 	}
 	t0 := time.Now()
-	return t0, ask("SET "+key+" x", "OK")
+	return t0, ask("+OK", "SET", key, "x")
 }
 
 // TestTrackingEvictsOnExternalWrite: a write by a client that is no Cache
-// at all (go-redis, or redis-cli) drops the key from every instance's L1.
+// at all (go-redis, or a bare RESP connection) drops the key from every instance's L1.
 func TestTrackingEvictsOnExternalWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -142,7 +159,7 @@ func TestTrackingEvictsOnExternalWrite(t *testing.T) {
 		{"go-redis client", func(key string) (time.Time, error) {
 			return time.Now(), plain.Set(ctx, key, "x", 0).Err()
 		}},
-		{"redis-cli", redisCLISet},
+		{"raw RESP connection", rawSet},
 	}
 	for _, tc := range tests {
 		prefix := newTestPrefix()

@@ -16,7 +16,9 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 
 	getHead(r, "/healthz", h.healthz)
 	getHead(r, "/readyz", h.readyz)
-	getHead(r, "/metrics", gin.WrapH(metrics))
+	if metrics != nil { // nil: served on a listener of its own (METRICS_ADDR)
+		getHead(r, "/metrics", gin.WrapH(metrics))
+	}
 
 	normal := r.Group("/", classes.Normal...)
 	getHead(normal, "/products/:id", p.get)

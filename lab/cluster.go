@@ -63,8 +63,8 @@ type Instance struct {
 func (l *Lab) StartCluster(ctx context.Context, name string, n int, env map[string]string, viaRedisProxy bool) (*Cluster, error) {
 	l.dbProxy.Reset()
 	l.redisProxy.Reset()
-	if err := l.rdb.FlushDB(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("flush redis db %d: %w", redisDB, err)
+	if err := flushRedis(ctx, l.rdb); err != nil {
+		return nil, err
 	}
 	c := &Cluster{lab: l, Name: name, DB: "lab_" + randomHex(6)}
 	if err := l.pg.CreateDatabase(ctx, c.DB, l.template); err != nil {

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -150,6 +151,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := l.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis at %s: %w", *redisAddr, err)
 	}
+	if err := claimRedis(ctx, l.rdb); err != nil {
+		return fmt.Errorf("redis at %s: %w", *redisAddr, err)
+	}
 	if l.dbProxy, err = NewLink(pgHost, true); err != nil {
 		return err
 	}
@@ -169,7 +173,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer func() {
 		_ = l.pg.DropDatabase(context.Background(), l.template)
-		_ = l.rdb.FlushDB(context.Background()).Err() // the lab's Redis database, left empty
+		// The lab's Redis database, left empty but for its mark.
+		_ = flushRedis(context.Background(), l.rdb)
 	}()
 
 	// ---- Experiments ---------------------------------------------------------
@@ -208,8 +213,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// makeTemplate creates a database and lets one instance migrate it (the
-// migrations seed 1000 products and 50 000 orders). Every cluster then gets
+// makeTemplate creates a database, lets one instance migrate it (1000
+// products) and seeds it with `api seed` (50 000 orders). Every cluster then gets
 // a copy: fast, and its statistics start at zero, so the seed's own index
 // scans never mix with an experiment's. The server is shared with other
 // work, so a failed attempt is retried once on a new database.
@@ -244,6 +249,13 @@ func (l *Lab) migrateTemplate(ctx context.Context) error {
 	c.Stop()
 	if err != nil {
 		return fmt.Errorf("migrate the template database: %w", err)
+	}
+	// The demo orders (the reports' data) come from `api seed`, not from
+	// the migrations.
+	seed := exec.CommandContext(ctx, l.bin, "seed")
+	seed.Env = append(os.Environ(), "DATABASE_URL="+c.Env["DATABASE_URL"])
+	if out, err := seed.CombinedOutput(); err != nil {
+		return fmt.Errorf("seed the template database: %w\n%s", err, out)
 	}
 	return l.pg.WaitNoBackends(ctx, l.template, 20*time.Second)
 }

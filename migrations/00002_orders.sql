@@ -16,16 +16,5 @@ CREATE TABLE orders (
 
 CREATE INDEX orders_created_at_product_idx ON orders (created_at, product_id);
 
--- 50 000 historical orders over 90 days, skewed towards low ids (a cubic
--- curve), so the top-products report is a real aggregate with a clear top.
-INSERT INTO orders (product_id, quantity, total_cents, created_at)
-SELECT p.id, q.quantity, q.quantity * p.price_cents, now() - (g % 90) * interval '1 day' - (g % 86400) * interval '1 second'
-FROM generate_series(1, 50000) AS g
-CROSS JOIN LATERAL (
-    SELECT least(1000, 1 + floor(1000 * power(((g::bigint * 7919) % 10007)::float8 / 10007, 3)))::bigint AS product_id,
-           1 + (g % 5) AS quantity
-) AS q
-JOIN products AS p ON p.id = q.product_id;
-
 -- +goose Down
 DROP TABLE orders;

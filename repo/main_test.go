@@ -21,9 +21,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// redisDB is the logical Redis database of this package's tests. Product
-// keys (repo.Key) have no per-test prefix, so tests that read products
-// through the cache use product ids no other test uses.
+// redisDB is the logical Redis database of this package's tests. Each
+// cache is in a namespace of its own (deleted when the test ends), so no
+// key of anyone else is read or deleted.
 const redisDB = 2
 
 // testTimeout bounds every call a test makes, so a hang fails the test with
@@ -45,8 +45,9 @@ func newCache(t testing.TB) *cache.Cache {
 	t.Helper()
 	rdb := dbtest.NewRedis(t, redisDB)
 	c := cache.New(context.Background(), rdb, cache.Config{
-		Mode:    cache.ModeLock,
-		Channel: "inv:" + dbtest.Unique(),
+		Mode:      cache.ModeLock,
+		Channel:   "inv:" + dbtest.Unique(),
+		Namespace: dbtest.Namespace(t, redisDB),
 	}, dbtest.Logger(t))
 	t.Cleanup(c.Close)
 	return c

@@ -5,15 +5,19 @@ import (
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/migrations"
 	"github.com/stampede-guard/api/repo"
 )
 
-// TestReportsTopProducts runs the aggregate over the seeded history, which
-// is skewed towards low ids, so product 1 sells the most. The newest seeded
+// TestReportsTopProducts runs the aggregate over the demo history (`api
+// seed`: migrations.DemoOrders), which is skewed towards low ids, so product 1 sells the most. The newest seeded
 // order is 90 seconds old, so a window of 0 days holds none.
 func TestReportsTopProducts(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t, "repo", db.Config{Name: "reports", MaxConns: 2})
+	if _, err := db.Seed(testCtx(t), pool, migrations.FS, migrations.DemoOrders, dbtest.Logger(t)); err != nil {
+		t.Fatalf("seed the demo orders: %v", err)
+	}
 	reports := repo.NewReports(pool)
 
 	tests := []struct {

@@ -1,7 +1,8 @@
-// Package dbtest gives each test package its own PostgreSQL database and its
-// own Redis logical database on the real services, so packages that
-// `go test ./...` runs in parallel never see each other's data and reruns
-// start clean. A missing service fails the test with a clear message: a skip
+// Package dbtest gives each test its own PostgreSQL database and its own
+// Redis keys (a namespace or prefix in the package's logical database) on
+// the real services, so packages that `go test ./...` runs in parallel never
+// see each other's data, reruns start clean, and nothing the tests did not
+// create is ever deleted. A missing service fails the test with a clear message: a skip
 // would prove nothing in CI.
 package dbtest
 
@@ -15,7 +16,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -119,9 +119,9 @@ func NewPool(t testing.TB, prefix string, cfg db.Config) *db.Pool {
 }
 
 // NewRedis returns a client on logical database n. Each test package picks
-// its own number; the first call in a test binary flushes it, so reruns
-// start clean. Tests in one package that may share keys must not run in
-// parallel, or must use Unique keys.
+// its own number. Nothing is flushed: the Redis may be a user's, so tests
+// keep to keys of their own (Namespace, or a random prefix) and leave the
+// rest of the database alone.
 func NewRedis(t testing.TB, n int) *redis.Client {
 	t.Helper()
 	opt, err := redis.ParseURL(RedisURL())
@@ -136,22 +136,70 @@ func NewRedis(t testing.TB, n int) *redis.Client {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatalf("dbtest: Redis is not reachable at %s (start it, or set REDIS_URL): %v", RedisURL(), err)
 	}
-	flushOnce.mu.Lock()
-	defer flushOnce.mu.Unlock()
-	if !flushOnce.done[n] {
-		if err := rdb.FlushDB(ctx).Err(); err != nil {
-			t.Fatalf("dbtest: flush Redis db %d: %v", n, err)
-		}
-		flushOnce.done[n] = true
-	}
 	return rdb
 }
 
-// flushOnce records which logical databases this test binary has flushed.
-var flushOnce = struct {
-	mu   sync.Mutex
-	done map[int]bool
-}{done: map[int]bool{}}
+// Namespace returns a CACHE_NAMESPACE of the test's own ("t" and a random
+// suffix) and deletes the keys under it ("<ns>:*") in logical database n
+// when the test ends: what the test created, and nothing else.
+func Namespace(t testing.TB, n int) string {
+	t.Helper()
+	ns := "t" + suffix()
+	rdb := NewRedis(t, n)
+	t.Cleanup(func() { DeletePrefix(t, rdb, ns+":") })
+	return ns
+}
+
+// DeletePrefix deletes every key that starts with prefix (SCAN, then DEL in
+// batches); prefix must be one the test made, so no one else's key matches.
+func DeletePrefix(t testing.TB, rdb *redis.Client, prefix string) {
+	t.Helper()
+	if prefix == "" {
+		t.Fatal("dbtest: DeletePrefix with an empty prefix would delete every key")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			_ = rdb.Del(ctx, batch...).Err()
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		_ = rdb.Del(ctx, batch...).Err()
+	}
+	if err := iter.Err(); err != nil {
+		t.Logf("dbtest: delete keys %s*: %v", prefix, err)
+	}
+}
+
+// AllowFlushEnv names the variable that lets EmptyRedis run on a logical
+// database that holds keys (and so lets its test flush them).
+const AllowFlushEnv = "TEST_REDIS_FLUSH_OK"
+
+// EmptyRedis is NewRedis for a test that must flush its logical database n
+// (to watch what FLUSHDB does): it fails when n holds any key, unless
+// TEST_REDIS_FLUSH_OK=1 says the database is scratch. The test must delete
+// what it created, so the next run finds the database empty again.
+func EmptyRedis(t testing.TB, n int) *redis.Client {
+	t.Helper()
+	rdb := NewRedis(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	size, err := rdb.DBSize(ctx).Result()
+	if err != nil {
+		t.Fatalf("dbtest: DBSIZE of Redis db %d: %v", n, err)
+	}
+	if size > 0 && os.Getenv(AllowFlushEnv) != "1" {
+		t.Fatalf("dbtest: this test flushes Redis db %d at %s, which holds %d keys it did not create: "+
+			"point REDIS_URL at a scratch Redis, empty db %d yourself, or set %s=1 to let the test flush it",
+			n, RedisURL(), size, n, AllowFlushEnv)
+	}
+	return rdb
+}
 
 // Unique returns a short random string for keys and channel names.
 func Unique() string { return suffix() }

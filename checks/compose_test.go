@@ -1,41 +1,26 @@
-package main
+package checks
 
-// Checks of docker-compose.yml, .env.example and Dockerfile that run without
-// Docker, PostgreSQL or Redis. The set of variable names comes from config.go
-// itself (loadConfig with a recording getenv), so these files cannot drift
-// from it silently.
+// Checks of docker-compose.yml and the Dockerfile that run without Docker,
+// PostgreSQL or Redis. The variable names come from .env.example, which the
+// root package's tests hold equal to what config.go reads, so these files
+// cannot drift from it silently.
 
 import (
-	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 )
-
-// configVariables returns every environment variable name loadConfig reads.
-func configVariables(t *testing.T) map[string]bool {
-	t.Helper()
-	seen := map[string]bool{}
-	if _, err := loadConfig(func(name string) string { seen[name] = true; return "" }); err != nil {
-		t.Fatalf("loadConfig with an empty environment (all defaults): %v", err)
-	}
-	if len(seen) == 0 {
-		t.Fatal("loadConfig read no environment variable")
-	}
-	return seen
-}
 
 func sortedNames[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -52,10 +37,7 @@ func sortedNames[V any](m map[string]V) []string {
 // environment.
 func loadCompose(t *testing.T, profiles ...string) *types.Project {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	wd := repoRoot(t)
 	details := types.ConfigDetails{
 		WorkingDir:  wd,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(wd, "docker-compose.yml")}},
@@ -94,10 +76,6 @@ func composeEnvMap(env types.MappingWithEquals) map[string]string {
 	return out
 }
 
-func mapGetenv(m map[string]string) func(string) string {
-	return func(name string) string { return m[name] }
-}
-
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
 	for _, name := range []string{"postgres", "redis", "app"} {
@@ -112,6 +90,48 @@ func TestComposeServices(t *testing.T) {
 	}
 	if test := strings.Join(composeService(t, p, "redis").HealthCheck.Test, " "); !strings.Contains(test, "redis-cli") || !strings.Contains(test, "ping") {
 		t.Errorf("redis health check %q does not use redis-cli ping", test)
+	}
+}
+
+// TestComposeSeedsOnce: a one-shot service runs `api seed` (from the app's
+// image) once PostgreSQL is healthy, and the app starts after it succeeded.
+func TestComposeSeedsOnce(t *testing.T) {
+	p := loadCompose(t)
+	seed := composeService(t, p, "seed")
+	if got := strings.Join(seed.Command, " "); got != "seed" {
+		t.Errorf("seed service command %q, want seed", got)
+	}
+	if seed.Build == nil || filepath.Clean(seed.Build.Context) != repoRoot(t) {
+		t.Errorf("seed service does not build the app's image (build %+v)", seed.Build)
+	}
+	if d, ok := seed.DependsOn["postgres"]; !ok || d.Condition != types.ServiceConditionHealthy {
+		t.Errorf("seed service does not wait for a healthy postgres: %+v", seed.DependsOn)
+	}
+	if seed.Restart != "" && seed.Restart != "no" {
+		t.Errorf("seed service restart %q: a one-shot job must not restart", seed.Restart)
+	}
+	dbURL := composeEnvMap(seed.Environment)["DATABASE_URL"]
+	if u, err := url.Parse(dbURL); err != nil || u.Hostname() != "postgres" {
+		t.Errorf("seed DATABASE_URL %q: want the postgres service", dbURL)
+	}
+	app := composeService(t, p, "app")
+	if d, ok := app.DependsOn["seed"]; !ok || d.Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("app does not wait for seed to complete successfully: %+v", app.DependsOn["seed"])
+	}
+}
+
+// TestComposeDataServicesOnLoopback: PostgreSQL (password "postgres") and
+// Redis (no password) are published on the host's loopback only, never on
+// every interface.
+func TestComposeDataServicesOnLoopback(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"postgres", "redis"} {
+		s := composeService(t, p, name)
+		for _, port := range s.Ports {
+			if port.Published != "" && port.HostIP != "127.0.0.1" && port.HostIP != "::1" {
+				t.Errorf("service %s publishes %s:%d on %q, want 127.0.0.1", name, port.Published, port.Target, port.HostIP)
+			}
+		}
 	}
 }
 
@@ -142,7 +162,7 @@ func TestComposeAppPortBuildAndHealthCheck(t *testing.T) {
 		t.Errorf("app does not publish 8080:8080 (ports: %+v)", app.Ports)
 	}
 
-	wd, _ := os.Getwd()
+	wd := repoRoot(t)
 	if app.Build == nil {
 		t.Fatal("app has no build section; want build: .")
 	}
@@ -177,7 +197,7 @@ func TestComposeAppPortBuildAndHealthCheck(t *testing.T) {
 func TestComposeAppEnvironmentIsConfig(t *testing.T) {
 	p := loadCompose(t)
 	app := composeService(t, p, "app")
-	known := configVariables(t)
+	known := readEnvExample(t) // what config.go reads (checked in the root package)
 
 	usesEnvExample := false
 	for _, f := range app.EnvFiles {
@@ -191,14 +211,14 @@ func TestComposeAppEnvironmentIsConfig(t *testing.T) {
 
 	env := composeEnvMap(app.Environment) // env_file merged with environment
 	for _, name := range sortedNames(env) {
-		if !known[name] {
-			t.Errorf("app gets %s, which config.go does not read", name)
+		if _, ok := known[name]; !ok {
+			t.Errorf("app gets %s, which .env.example (config.go) does not list", name)
 		}
 	}
 
-	cfg, err := loadConfig(mapGetenv(env))
+	shutdown, err := time.ParseDuration(env["SHUTDOWN_TIMEOUT"])
 	if err != nil {
-		t.Fatalf("the app's compose environment does not load: %v", err)
+		t.Fatalf("the app's SHUTDOWN_TIMEOUT %q: %v", env["SHUTDOWN_TIMEOUT"], err)
 	}
 
 	// The URLs must reach the other containers, not the host.
@@ -209,16 +229,16 @@ func TestComposeAppEnvironmentIsConfig(t *testing.T) {
 		}
 	}
 
-	if _, port, err := net.SplitHostPort(cfg.HTTPAddr); err != nil || port != "8080" {
-		t.Errorf("app listens on HTTP_ADDR=%q, but compose publishes and probes 8080", cfg.HTTPAddr)
+	if _, port, err := net.SplitHostPort(env["HTTP_ADDR"]); err != nil || port != "8080" {
+		t.Errorf("app listens on HTTP_ADDR=%q, but compose publishes and probes 8080", env["HTTP_ADDR"])
 	}
 
 	// docker sends SIGKILL after stop_grace_period: the app must finish
 	// draining (SHUTDOWN_TIMEOUT) before that.
 	if app.StopGracePeriod == nil {
 		t.Error("app has no stop_grace_period")
-	} else if grace := time.Duration(*app.StopGracePeriod); grace <= cfg.ShutdownTimeout {
-		t.Errorf("app stop_grace_period %s must be longer than SHUTDOWN_TIMEOUT %s", grace, cfg.ShutdownTimeout)
+	} else if grace := time.Duration(*app.StopGracePeriod); grace <= shutdown {
+		t.Errorf("app stop_grace_period %s must be longer than SHUTDOWN_TIMEOUT %s", grace, shutdown)
 	}
 }
 
@@ -238,7 +258,7 @@ func TestComposeObservabilityProfile(t *testing.T) {
 		}
 	}
 
-	wd, _ := os.Getwd()
+	wd := repoRoot(t)
 	want := filepath.Join(wd, "observability", "prometheus.yml")
 	mounted := false
 	for _, v := range composeService(t, p, "prometheus").Volumes {
@@ -275,85 +295,6 @@ func TestComposeObservabilityProfile(t *testing.T) {
 	}
 }
 
-// readEnvExample parses .env.example as compose reads an env_file.
-func readEnvExample(t *testing.T) map[string]string {
-	t.Helper()
-	env, err := dotenv.Read(".env.example")
-	if err != nil {
-		t.Fatalf("parse .env.example: %v", err)
-	}
-	return env
-}
-
-func TestEnvExampleListsExactlyConfigVariables(t *testing.T) {
-	known := configVariables(t)
-	env := readEnvExample(t)
-	for _, name := range sortedNames(env) {
-		if !known[name] {
-			t.Errorf(".env.example lists %s, which config.go does not read", name)
-		}
-	}
-	for _, name := range sortedNames(known) {
-		if _, ok := env[name]; !ok {
-			t.Errorf(".env.example does not list %s, which config.go reads", name)
-		}
-	}
-}
-
-var envLine = regexp.MustCompile(`^([A-Z][A-Z0-9_]*)=`)
-
-func TestEnvExampleEachVariableCommentedOnce(t *testing.T) {
-	f, err := os.Open(".env.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	count := map[string]int{}
-	prev := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if m := envLine.FindStringSubmatch(line); m != nil {
-			count[m[1]]++
-			if !strings.HasPrefix(prev, "#") {
-				t.Errorf(".env.example: %s is not preceded by a # comment line", m[1])
-			}
-		} else if line != "" && !strings.HasPrefix(line, "#") {
-			t.Errorf(".env.example: line %q is neither NAME=value nor a comment", line)
-		}
-		prev = line
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range sortedNames(count) {
-		if count[name] > 1 {
-			t.Errorf(".env.example lists %s %d times", name, count[name])
-		}
-	}
-}
-
-func TestEnvExampleValuesAreDefaults(t *testing.T) {
-	env := readEnvExample(t)
-	got, err := loadConfig(mapGetenv(env))
-	if err != nil {
-		t.Fatalf("loadConfig with .env.example: %v", err)
-	}
-	want, err := loadConfig(func(string) string { return "" })
-	if err != nil {
-		t.Fatalf("loadConfig with defaults: %v", err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
-		for i := range gv.NumField() {
-			if !reflect.DeepEqual(gv.Field(i).Interface(), wv.Field(i).Interface()) {
-				t.Errorf(".env.example gives %s = %v, config.go's default is %v",
-					gv.Type().Field(i).Name, gv.Field(i).Interface(), wv.Field(i).Interface())
-			}
-		}
-	}
-}
-
 // dockerStage is one FROM ... section of the Dockerfile.
 type dockerStage struct {
 	image, name  string
@@ -364,7 +305,7 @@ type dockerStage struct {
 // blank lines and backslash continuations, which is all this Dockerfile uses.
 func parseDockerfile(t *testing.T) []dockerStage {
 	t.Helper()
-	data, err := os.ReadFile("Dockerfile")
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +374,7 @@ func TestDockerfile(t *testing.T) {
 	build, final := stages[0], stages[len(stages)-1]
 
 	// The build stage uses the Go release go.mod asks for.
-	gomod, err := os.ReadFile("go.mod")
+	gomod, err := os.ReadFile(filepath.Join(repoRoot(t), "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,6 +399,17 @@ func TestDockerfile(t *testing.T) {
 	}
 	if !staticBuild {
 		t.Error("Dockerfile does not build with CGO_ENABLED=0 (a static binary that runs in the small final image)")
+	}
+
+	// A base image its project still supports: Alpine 3.22 or later (3.20
+	// and 3.21 are past their end of support), or distroless.
+	if v, ok := strings.CutPrefix(final.image, "alpine:"); ok {
+		var major, minor int
+		if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major < 3 || (major == 3 && minor < 22) {
+			t.Errorf("final image %q: want alpine:3.22 or later (a supported release)", final.image)
+		}
+	} else if !strings.HasPrefix(final.image, "gcr.io/distroless/") {
+		t.Errorf("final image %q: want alpine:3.22+ or gcr.io/distroless", final.image)
 	}
 
 	users := final.args("USER")

@@ -1,0 +1,16 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// RegisterOpenAPI serves doc, the API's OpenAPI description, at
+// GET /openapi.yaml: clients and tools read the contract from the running
+// version itself.
+func RegisterOpenAPI(r *gin.Engine, doc []byte) {
+	r.GET("/openapi.yaml", func(c *gin.Context) {
+		c.Data(http.StatusOK, "application/yaml", doc)
+	})
+}
