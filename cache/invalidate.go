@@ -15,7 +15,7 @@ import (
 // reload reads the source of truth under the key's lock, fenced by any
 // later invalidation) cannot go back in time.
 func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
-	e, ttl := c.newEntry(value, false, 0)
+	e, ttl := c.newEntry(key, value, false, 0)
 	if err := c.write(ctx, key, e, ttl); err != nil {
 		c.l1.remove(key)
 		return err

@@ -30,8 +30,13 @@ func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err err
 	return e, true, nil
 }
 
-// newEntry wraps a loaded value with its freshness facts.
-func (c *Cache) newEntry(value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
+// newEntry wraps a loaded value of key with its freshness facts.
+func (c *Cache) newEntry(key string, value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
+	if !absent && c.static[key] {
+		// Fresh until the safety TTL, which writes and the repair job keep
+		// pushing back: no read ever finds it stale or missing.
+		return Entry{Value: value, Static: true, SoftExpiry: c.now().Add(c.cfg.StaticTTL), Delta: delta}, c.cfg.StaticTTL
+	}
 	soft := c.lifetime(absent)
 	e := Entry{Value: value, Absent: absent, SoftExpiry: c.now().Add(soft), Delta: delta}
 	if absent {
