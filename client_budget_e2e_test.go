@@ -30,15 +30,14 @@ func TestClientFleetRetryBudgetDuringOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbURL.Host = link.Addr()
-	dbtest.NewRedis(t, redisDB) // flushes db 4 once per test binary
+	dbtest.NewRedis(t, clientRedisDB) // flushed once per test binary: the ids below are uncached
 	const fleet, firstID = 50, int64(640)
 	ids := make([]int64, fleet)
 	for i := range ids {
 		ids[i] = firstID + int64(i)
 	}
-	forgetProducts(t, ids...)
 	a := launchApp(t, map[string]string{
-		"DATABASE_URL": dbURL.String(), "REDIS_URL": dbtest.RedisDBURL(redisDB),
+		"DATABASE_URL": dbURL.String(), "REDIS_URL": dbtest.RedisDBURL(clientRedisDB),
 		"BREAKER_FAILURES": "3", "BREAKER_OPEN_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
 		"L1_TTL": "0", "RATE_LIMIT": "off",
 	}, nil)

@@ -21,6 +21,20 @@ import (
 // e2eAPIKey is the write key the client tests start the app with.
 const e2eAPIKey = "client-e2e-key"
 
+// clientRedisDB is the Redis logical database of the client and static-key
+// tests: products they create get ids (1001, …) that other tests' databases
+// reuse, so their cached entries must not share db 4 with those tests.
+const clientRedisDB = 6
+
+// clientEnv is testEnv on Redis db clientRedisDB.
+func clientEnv(t *testing.T) map[string]string {
+	t.Helper()
+	env := testEnv(t)
+	dbtest.NewRedis(t, clientRedisDB) // flushes it once per test binary
+	env["REDIS_URL"] = dbtest.RedisDBURL(clientRedisDB)
+	return env
+}
+
 func newAPI(t *testing.T, base string, opts ...client.Option) *client.Client {
 	t.Helper()
 	api, err := client.New(base, append([]client.Option{client.WithAPIKey(e2eAPIKey)}, opts...)...)
@@ -42,7 +56,7 @@ func testClientIP() string {
 // checks the typed answers, errors included.
 func TestClientEveryRoute(t *testing.T) {
 	t.Parallel()
-	env := testEnv(t)
+	env := clientEnv(t)
 	env["API_KEYS"] = e2eAPIKey
 	base, _ := startApp(t, env)
 	api := newAPI(t, base)
