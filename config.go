@@ -53,6 +53,9 @@ type config struct {
 	WriteTimeout      time.Duration
 	ShutdownTimeout   time.Duration
 	HotKeys           []int64
+	StaticKeys        []int64       // never-expiring products (config-like values)
+	StaticTTL         time.Duration // their safety TTL
+	StaticRepair      time.Duration // period of their repair job
 	LogLevel          string
 }
 
@@ -98,6 +101,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		WriteTimeout:      p.duration("HTTP_WRITE_TIMEOUT", 10*time.Second),
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		HotKeys:           p.ids("HOT_KEYS"),
+		StaticKeys:        p.ids("STATIC_KEYS"),
+		StaticTTL:         p.duration("STATIC_TTL", 24*time.Hour),
+		StaticRepair:      p.duration("STATIC_REPAIR_PERIOD", time.Minute),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 	}
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
@@ -150,6 +156,8 @@ func (c config) checkLayers() error {
 			fmt.Sprintf("%s must be shorter than CACHE_TTL (%s), the hard expiry", c.CacheSoftTTL, c.CacheTTL)},
 		{c.L1TTL < c.CacheSoftTTL, "L1_TTL",
 			fmt.Sprintf("%s must be shorter than CACHE_SOFT_TTL (%s), or L1 hides refreshes", c.L1TTL, c.CacheSoftTTL)},
+		{c.StaticRepair < c.StaticTTL, "STATIC_REPAIR_PERIOD",
+			fmt.Sprintf("%s must be shorter than STATIC_TTL (%s), or static keys expire between repairs", c.StaticRepair, c.StaticTTL)},
 	}
 	for _, r := range rules {
 		if !r.ok {

@@ -43,6 +43,8 @@ var configErrorCases = []struct {
 	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s"}, "REQUEST_TIMEOUT", ""},
 	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s"}, "LOCK_WAIT", ""},
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m"}, "CACHE_SOFT_TTL", ""},
+	{"static key not an id", map[string]string{"STATIC_KEYS": "7,seven"}, "STATIC_KEYS", `"seven"`},
+	{"static keys repaired less often than they expire", map[string]string{"STATIC_TTL": "1m", "STATIC_REPAIR_PERIOD": "1m"}, "STATIC_REPAIR_PERIOD", ""},
 }
 
 func TestLoadConfigErrors(t *testing.T) {
