@@ -53,7 +53,9 @@ func TestClientRetryAfterAndNoDuplicateOrders(t *testing.T) {
 	outcomes := make([][]outcome, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		api := newAPI(t, gw.URL, policy)
+		// A roomy budget: this test is about when retries land and what
+		// they place, so the budget must not be what ends a call.
+		api := newAPI(t, gw.URL, policy, client.WithBudget(client.NewBudget(100, 0.1)))
 		wg.Go(func() {
 			for range perCaller {
 				key := client.NewIdempotencyKey()
