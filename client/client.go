@@ -50,9 +50,6 @@ func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.policy = p.wit
 // only a test should do.
 func WithBudget(b *Budget) Option { return func(c *Client) { c.budget = b } }
 
-// withJitter replaces the random source of the backoff (tests).
-func withJitter(rnd func(int64) int64) Option { return func(c *Client) { c.rnd = rnd } }
-
 // New returns a client of the API at baseURL (e.g. "http://127.0.0.1:8080"),
 // with the default retry policy and a retry budget of its own.
 func New(baseURL string, opts ...Option) (*Client, error) {
