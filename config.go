@@ -73,16 +73,19 @@ type config struct {
 	LogLevel             string
 	APIKeys              []string // API_KEYS: bearer keys with write scope, besides the api_keys table
 	BodyReadTimeout      time.Duration
-	BodyMinRate          int       // bytes per second; 0 = no minimum
-	AdminToken           string    // ADMIN_TOKEN: required on the admin listener when set
-	RateLimitKey         string    // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
-	UnknownIDFilter      bool      // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
-	UnknownIDLookups     int       // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
-	RedisClusterAddrs    []string  // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
-	DBPooler             db.Pooler // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
-	DatabaseDirectURL    string    // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
-	DatabaseReadURL      string    // DATABASE_READ_URL: a read replica for the reports pool
-	MigrateOnStart       bool      // run applies pending migrations before serving
+	BodyMinRate          int           // bytes per second; 0 = no minimum
+	AdminToken           string        // ADMIN_TOKEN: required on the admin listener when set
+	RateLimitKey         string        // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
+	UnknownIDFilter      bool          // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
+	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
+	RedisClusterAddrs    []string      // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
+	DBPooler             db.Pooler     // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
+	DatabaseDirectURL    string        // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
+	DatabaseReadURL      string        // DATABASE_READ_URL: a read replica for the reports pool
+	MigrateOnStart       bool          // run applies pending migrations before serving
+	StaticKeys           []int64       // never-expiring products (config-like values)
+	StaticTTL            time.Duration // their safety TTL
+	StaticRepair         time.Duration // period of their repair job
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -125,6 +128,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		IdleTimeout:       p.duration("DB_IDLE_TIMEOUT", 30*time.Second),
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		HotKeys:           p.ids("HOT_KEYS"),
+		StaticKeys:        p.ids("STATIC_KEYS"),
+		StaticTTL:         p.duration("STATIC_TTL", 24*time.Hour),
+		StaticRepair:      p.duration("STATIC_REPAIR_PERIOD", time.Minute),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		APIKeys:           p.apiKeys("API_KEYS"),
 		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
@@ -185,6 +191,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	p.errs = append(p.errs, budget.check()...)
 	p.errs = append(p.errs, ttls.check()...)
+	if c.StaticRepair >= c.StaticTTL {
+		p.errs = append(p.errs, fmt.Errorf("config: STATIC_REPAIR_PERIOD=%s must be shorter than STATIC_TTL=%s, or static keys expire between repairs; change one of them",
+			c.StaticRepair, c.StaticTTL))
+	}
 	if err := p.err(); err != nil {
 		return config{}, err
 	}

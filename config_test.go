@@ -58,6 +58,8 @@ var configErrorCases = []struct {
 	// A key is a secret: the error names the rule, never the value.
 	{"API key too short", map[string]string{"API_KEYS": "guessable"}, "API_KEYS", "(hidden)"},
 	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
+	{"static key not an id", map[string]string{"STATIC_KEYS": "7,seven"}, "STATIC_KEYS", `"seven"`},
+	{"static keys repaired less often than they expire", map[string]string{"STATIC_TTL": "1m", "STATIC_REPAIR_PERIOD": "1m"}, "STATIC_REPAIR_PERIOD", ""},
 }
 
 func TestLoadConfigErrors(t *testing.T) {

@@ -109,6 +109,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
+		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL,
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
@@ -187,12 +188,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	// ---- Warm-up and refresh-ahead of HOT_KEYS -------------------------------
+	// ---- Warm-up and refresh-ahead of HOT_KEYS, repair of STATIC_KEYS --------
 	// Liveness answers during warm-up; readiness waits for it.
 	if len(cfg.HotKeys) > 0 {
 		n, err := products.Warm(ctx, cfg.HotKeys)
 		log.Info("warm-up done", "keys", len(cfg.HotKeys), "warmed", n, "err", err)
 		products.KeepFresh(cfg.HotKeys, refreshPeriod(cfg))
+	}
+	if len(cfg.StaticKeys) > 0 {
+		n, err := products.Warm(ctx, cfg.StaticKeys)
+		log.Info("static keys warmed", "keys", len(cfg.StaticKeys), "warmed", n, "err", err)
+		products.RepairStatic(cfg.StaticKeys, cfg.StaticRepair)
 	}
 	health.MarkReady()
 	log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)

@@ -148,6 +148,12 @@ type Config struct {
 	// lock tier is unusable, so a Redis outage is not a database herd;
 	// default 8.
 	MaxDirectLoads int
+	// Static names the never-expiring keys (config-like values): stored
+	// fresh for StaticTTL, updated by writes and by the repair job
+	// (StartRepair), never reloaded on the read path. See static.go.
+	Static []string
+	// StaticTTL is the safety TTL of a static key; default 24 hours.
+	StaticTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -165,6 +171,7 @@ func (c Config) withDefaults() Config {
 	def(&c.LockTTL, 5*time.Second)
 	def(&c.LockWait, 2*time.Second)
 	def(&c.LoadTimeout, c.LockTTL)
+	def(&c.StaticTTL, 24*time.Hour)
 	if c.XFetchBeta <= 0 {
 		c.XFetchBeta = 1
 	}
@@ -230,10 +237,11 @@ type Cache struct {
 	mu        sync.Mutex // guards closed, so wg.Add never races wg.Wait
 	closed    bool
 	wg        sync.WaitGroup
-	refreshes chan struct{} // semaphore of background refreshes
-	direct    chan struct{} // semaphore of loads made without the lock tier
-	fills     fills         // this instance's waiters, woken by fill signals
-	corrupt   sync.Map      // keys whose corrupt value was already logged
+	refreshes chan struct{}   // semaphore of background refreshes
+	direct    chan struct{}   // semaphore of loads made without the lock tier
+	fills     fills           // this instance's waiters, woken by fill signals
+	corrupt   sync.Map        // keys whose corrupt value was already logged
+	static    map[string]bool // Config.Static, namespaced; read-only after New
 }
 
 // New builds a Cache and, when L1 is on, subscribes to the invalidation
@@ -251,6 +259,10 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		stop:      stop,
 		refreshes: make(chan struct{}, cfg.MaxRefreshes),
 		direct:    make(chan struct{}, cfg.MaxDirectLoads),
+		static:    make(map[string]bool, len(cfg.Static)),
+	}
+	for _, k := range cfg.Static {
+		c.static[c.named(k)] = true
 	}
 	if cfg.L1TTL > 0 {
 		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))

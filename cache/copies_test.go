@@ -259,7 +259,7 @@ func TestLateCopiesNeverOutliveANewerEntry(t *testing.T) {
 	t.Cleanup(c.Close)
 	for _, then := range []string{"set", "invalidate"} {
 		key := "t" + dbtest.Unique() + ":{p:1}"
-		old, _ := c.newEntry([]byte("old"), false, 0)
+		old, _ := c.newEntry(key, []byte("old"), false, 0)
 		switch then {
 		case "set":
 			if err := c.Set(ctx, key, []byte("new")); err != nil {

@@ -14,6 +14,10 @@ type Entry struct {
 	// Absent marks a cached "does not exist" (negative caching), so a
 	// request for a missing id is a hit, not a database query.
 	Absent bool
+	// Static marks a never-expiring entry (Config.Static): fresh until its
+	// safety TTL, kept by writes and the repair job, never reloaded by a
+	// read.
+	Static bool
 	// SoftExpiry is when the value stops being fresh (SWR) or, for XFetch,
 	// its logical expiry. Redis's own TTL on the key is the hard expiry.
 	SoftExpiry time.Time
@@ -28,6 +32,7 @@ const (
 	envelopeMagic       = "sg\x01"
 	envelopeHeader      = len(envelopeMagic) + 1 + 8 + 8
 	flagAbsent     byte = 1
+	flagStatic     byte = 2
 )
 
 var errCorrupt = errors.New("cache: value is not a stampede-guard envelope")
@@ -38,17 +43,21 @@ func (e Entry) encode() []byte {
 	if e.Absent {
 		b[3] = flagAbsent
 	}
+	if e.Static {
+		b[3] |= flagStatic
+	}
 	binary.BigEndian.PutUint64(b[4:], uint64(e.SoftExpiry.UnixMicro()))
 	binary.BigEndian.PutUint64(b[12:], uint64(e.Delta.Microseconds()))
 	return append(b, e.Value...)
 }
 
 func decodeEntry(b []byte) (Entry, error) {
-	if len(b) < envelopeHeader || string(b[:3]) != envelopeMagic || b[3]&^flagAbsent != 0 {
+	if len(b) < envelopeHeader || string(b[:3]) != envelopeMagic || b[3]&^(flagAbsent|flagStatic) != 0 || b[3] == flagAbsent|flagStatic {
 		return Entry{}, errCorrupt
 	}
 	e := Entry{
 		Absent:     b[3]&flagAbsent != 0,
+		Static:     b[3]&flagStatic != 0,
 		SoftExpiry: time.UnixMicro(int64(binary.BigEndian.Uint64(b[4:]))),
 		Delta:      time.Duration(binary.BigEndian.Uint64(b[12:])) * time.Microsecond,
 	}

@@ -162,7 +162,8 @@ func TestCorruptValueIsAMiss(t *testing.T) {
 		{"xfetch, plain string", "hello", cache.ModeXFetch},
 		{"lock, empty", "", cache.ModeLock},
 		{"lock, truncated header", "sg\x01\x00", cache.ModeLock},
-		{"lock, unknown flag", header(2) + "x", cache.ModeLock},
+		{"lock, unknown flag", header(4) + "x", cache.ModeLock},
+		{"lock, static and absent at once", header(3), cache.ModeLock},
 		{"lock, absent with payload", header(1) + "x", cache.ModeLock},
 	}
 	for _, tc := range tests {

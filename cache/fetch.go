@@ -121,8 +121,11 @@ func (c *Cache) result(e Entry, s Status, now time.Time, fromL1 bool) Result {
 		c.stats.misses.Add(1)
 	}
 	ttl := e.SoftExpiry.Sub(now)
-	return Result{Value: e.Value, Absent: e.Absent, Status: s, L1: fromL1, TTL: ttl,
-		Age: max(0, c.lifetime(e.Absent)-ttl)}
+	life := c.lifetime(e.Absent)
+	if e.Static {
+		life = c.cfg.StaticTTL
+	}
+	return Result{Value: e.Value, Absent: e.Absent, Status: s, L1: fromL1, TTL: ttl, Age: max(0, life-ttl)}
 }
 
 // flight runs fn once per key in this process and shares its outcome. The
@@ -206,6 +209,6 @@ func (c *Cache) runLoad(ctx context.Context, key string, load LoadFunc) (Entry, 
 		c.stats.loadErrors.Add(1)
 		return Entry{}, 0, fmt.Errorf("load %s: %w", key, err)
 	}
-	e, ttl := c.newEntry(v, absent, delta)
+	e, ttl := c.newEntry(key, v, absent, delta)
 	return e, ttl, nil
 }

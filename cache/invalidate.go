@@ -16,7 +16,7 @@ import (
 // later invalidation) cannot go back in time.
 func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
 	key = c.named(key)
-	e, ttl := c.newEntry(value, false, 0)
+	e, ttl := c.newEntry(key, value, false, 0)
 	if err := c.write(ctx, key, e, ttl); err != nil {
 		c.l1.remove(key)
 		return err

@@ -39,12 +39,18 @@ func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err err
 	return e, true, nil
 }
 
-// newEntry wraps a loaded value with its freshness facts and returns its
-// Redis expiry. The expiry is jittered (TTLJitter) so keys written together
-// (a warm-up, a burst of misses) do not all expire together. Where the entry
-// is fresh until Redis drops it (absent entries, modes without SWR) its
-// freshness ends at the jittered expiry too, so XFetch aims at the real one.
-func (c *Cache) newEntry(value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
+// newEntry wraps a loaded value of key with its freshness facts and returns
+// its Redis expiry. The expiry is jittered (TTLJitter) so keys written
+// together (a warm-up, a burst of misses) do not all expire together. Where
+// the entry is fresh until Redis drops it (absent entries, modes without
+// SWR) its freshness ends at the jittered expiry too, so XFetch aims at the
+// real one.
+func (c *Cache) newEntry(key string, value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
+	if !absent && c.static[key] {
+		// Fresh until the safety TTL, which writes and the repair job keep
+		// pushing back: no read ever finds it stale or missing.
+		return Entry{Value: value, Static: true, SoftExpiry: c.now().Add(c.cfg.StaticTTL), Delta: delta}, c.cfg.StaticTTL
+	}
 	soft, hard := c.lifetime(absent), c.cfg.TTL
 	if absent {
 		hard = soft

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +11,11 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/stampede-guard/api/client"
 )
 
 // clientTimeout bounds every request the lab sends: longer than any
@@ -59,9 +63,9 @@ func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 	for _, t := range targets {
 		perHost[t.Base]++
 	}
-	client := newClient(slices.Max(mapValues(perHost)))
-	defer client.CloseIdleConnections()
-	warm(ctx, client, perHost)
+	hc := newClient(slices.Max(mapValues(perHost)))
+	defer hc.CloseIdleConnections()
+	warm(ctx, hc, perHost)
 
 	results := make([]Result, len(targets))
 	start := make(chan struct{})
@@ -73,7 +77,7 @@ func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 			defer done.Done()
 			ready.Done()
 			<-start
-			results[i] = do(ctx, client, t)
+			results[i] = do(ctx, hc, t)
 		}()
 	}
 	ready.Wait()
@@ -86,8 +90,8 @@ func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 // Stream sends the targets in order through a fixed number of workers: a
 // steady stream of traffic rather than one burst.
 func Stream(ctx context.Context, targets []Target, workers int) ([]Result, time.Duration) {
-	client := newClient(workers)
-	defer client.CloseIdleConnections()
+	hc := newClient(workers)
+	defer hc.CloseIdleConnections()
 	results := make([]Result, len(targets))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -95,7 +99,7 @@ func Stream(ctx context.Context, targets []Target, workers int) ([]Result, time.
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = do(ctx, client, targets[i])
+				results[i] = do(ctx, hc, targets[i])
 			}
 		})
 	}
@@ -112,8 +116,8 @@ func Stream(ctx context.Context, targets []Target, workers int) ([]Result, time.
 // open-loop arrival, so a slow answer shows as latency rather than as a
 // slower client.
 func Paced(ctx context.Context, targets []Target, rate float64) ([]Result, time.Duration) {
-	client := newClient(64)
-	defer client.CloseIdleConnections()
+	hc := newClient(64)
+	defer hc.CloseIdleConnections()
 	results := make([]Result, len(targets))
 	var wg sync.WaitGroup
 	t0 := time.Now()
@@ -122,7 +126,7 @@ func Paced(ctx context.Context, targets []Target, rate float64) ([]Result, time.
 		if sleepCtx(ctx, time.Until(at)) != nil {
 			break
 		}
-		wg.Go(func() { results[i] = do(ctx, client, t) })
+		wg.Go(func() { results[i] = do(ctx, hc, t) })
 	}
 	wg.Wait()
 	return results, time.Since(t0)
@@ -130,30 +134,36 @@ func Paced(ctx context.Context, targets []Target, rate float64) ([]Result, time.
 
 // get sends one request.
 func get(ctx context.Context, base, path string) Result {
-	client := newClient(1)
-	defer client.CloseIdleConnections()
-	return do(ctx, client, Target{Base: base, Path: path})
+	hc := newClient(1)
+	defer hc.CloseIdleConnections()
+	return do(ctx, hc, Target{Base: base, Path: path})
 }
 
 // warm opens n connections to each instance (n concurrent GET /healthz) and
 // leaves them idle in the client, ready for the burst.
-func warm(ctx context.Context, client *http.Client, perHost map[string]int) {
+func warm(ctx context.Context, hc *http.Client, perHost map[string]int) {
 	var wg sync.WaitGroup
 	for base, n := range perHost {
 		for range n {
-			wg.Go(func() { do(ctx, client, Target{Base: base, Path: "/healthz"}) })
+			wg.Go(func() { do(ctx, hc, Target{Base: base, Path: "/healthz"}) })
 		}
 	}
 	wg.Wait()
 }
 
-func do(ctx context.Context, client *http.Client, t Target) Result {
+// do sends one request. Product reads go through client/, as a service
+// calling the API would, with retries off: the lab measures what the
+// service answers to each request, and a retry would hide a refusal.
+func do(ctx context.Context, hc *http.Client, t Target) Result {
+	if id, ok := productID(t.Path); ok {
+		return getProduct(ctx, hc, t.Base, id)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Base+t.Path, nil)
 	if err != nil {
 		return Result{Err: err.Error()}
 	}
 	start := time.Now()
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return Result{Latency: time.Since(start), Err: shortErr(err)}
 	}
@@ -170,6 +180,43 @@ func do(ctx context.Context, client *http.Client, t Target) Result {
 	}
 	r.Body = string(body[:min(len(body), 512)])
 	return r
+}
+
+// oneShot is the lab's client policy: one attempt, bounded by the lab's
+// own clientTimeout rather than the client's shorter default.
+var oneShot = client.RetryPolicy{MaxAttempts: 1, AttemptTimeout: clientTimeout, MaxElapsed: clientTimeout}
+
+// getProduct reads one product through client/ and reports it as a Result.
+func getProduct(ctx context.Context, hc *http.Client, base string, id int64) Result {
+	api, err := client.New(base, client.WithHTTPClient(hc), client.WithRetry(oneShot))
+	if err != nil {
+		return Result{Err: err.Error()}
+	}
+	start := time.Now()
+	p, cache, err := api.GetProduct(ctx, id)
+	r := Result{Latency: time.Since(start), XCache: string(cache)}
+	var ae *client.APIError
+	switch {
+	case err == nil:
+		b, _ := json.Marshal(p) // plain fields: cannot fail
+		r.Status, r.Body = http.StatusOK, string(b)
+	case errors.As(err, &ae):
+		r.Status, r.Body = ae.Status, ae.Message
+		r.XCache, r.RetryAfter = ae.Header.Get("X-Cache"), ae.Header.Get("Retry-After") != ""
+	default:
+		r.Err = shortErr(err)
+	}
+	return r
+}
+
+// productID parses "/products/<id>".
+func productID(path string) (int64, bool) {
+	rest, ok := strings.CutPrefix(path, "/products/")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil && id > 0
 }
 
 // shortErr names a client-side failure without the URL, so equal failures

@@ -25,6 +25,16 @@ func (p *Products) KeepFresh(ids []int64, period time.Duration) {
 	p.cache.StartRefreshAhead("refresh-ahead:products", period, keys(ids), p.loaderFor(ids))
 }
 
+// RepairStatic starts the repair job of the never-expiring products (the
+// cache's Config.Static, named with Keys): every period one instance
+// reloads them, restoring any lost or changed behind the cache's back.
+func (p *Products) RepairStatic(ids []int64, period time.Duration) {
+	p.cache.StartRepair("repair:static-products", period, p.loaderFor(ids))
+}
+
+// Keys returns the cache keys of product ids, e.g. for cache.Config.Static.
+func Keys(ids []int64) []string { return keys(ids) }
+
 func keys(ids []int64) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {

@@ -1,0 +1,134 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Product is the API's product.
+type Product struct {
+	ID         int64     `json:"id"`
+	Name       string    `json:"name"`
+	PriceCents int64     `json:"price_cents"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	// ETag is the answer's ETag header: pass it as ProductUpdate.IfMatch
+	// to update only the version read.
+	ETag string `json:"-"`
+}
+
+// CacheStatus is the X-Cache header of a product read.
+type CacheStatus string
+
+// The values of X-Cache.
+const (
+	CacheHit   CacheStatus = "HIT"   // served from the cache, fresh
+	CacheMiss  CacheStatus = "MISS"  // loaded from the database
+	CacheStale CacheStatus = "STALE" // served stale while one refresh runs
+)
+
+// Page is one page of ListProducts.
+type Page struct {
+	Items []Product `json:"items"`
+	// NextAfter is the `after` of the next page; nil on the last page.
+	NextAfter *int64 `json:"next_after"`
+}
+
+// NewProduct is the input of CreateProduct.
+type NewProduct struct {
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Stock      int32  `json:"stock"`
+}
+
+// ProductUpdate is the input of UpdateProduct.
+type ProductUpdate struct {
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Stock      *int32 `json:"stock,omitempty"` // nil leaves stock unchanged
+	// IfMatch, when set, is sent as If-Match: the update happens only if
+	// the product still has this ETag (412 otherwise). A retried update
+	// whose first attempt was applied gets 412 too.
+	IfMatch string `json:"-"`
+}
+
+// GetProduct reads one product and says how the cache answered.
+func (c *Client) GetProduct(ctx context.Context, id int64) (Product, CacheStatus, error) {
+	cl := call{method: http.MethodGet, path: productPath(id), idempotent: true}
+	ans, err := c.do(ctx, cl)
+	if err != nil {
+		return Product{}, "", err
+	}
+	var p Product
+	if err := decode(cl, ans, &p); err != nil {
+		return Product{}, "", err
+	}
+	p.ETag = ans.header.Get("ETag")
+	return p, CacheStatus(ans.header.Get("X-Cache")), nil
+}
+
+// ListProducts reads the page of at most limit products (0: the server's
+// default) with ids above after (0: from the start).
+func (c *Client) ListProducts(ctx context.Context, limit int, after int64) (Page, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if after > 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	cl := call{method: http.MethodGet, path: "/products", query: q, idempotent: true}
+	var page Page
+	return page, c.json(ctx, cl, &page)
+}
+
+// CreateProduct creates a product; it needs WithAPIKey. POST /products
+// has no idempotency key, so it is retried only when the service refused
+// it unread (408, 429, 503, or no connection): a lost answer is an error,
+// never a second product.
+func (c *Client) CreateProduct(ctx context.Context, in NewProduct) (Product, error) {
+	cl := call{method: http.MethodPost, path: "/products", body: jsonBody(in)}
+	ans, err := c.do(ctx, cl)
+	if err != nil {
+		return Product{}, err
+	}
+	var p Product
+	if err := decode(cl, ans, &p); err != nil {
+		return Product{}, err
+	}
+	p.ETag = ans.header.Get("ETag")
+	return p, nil
+}
+
+// UpdateProduct replaces a product's name and price (and stock when set);
+// it needs WithAPIKey. PUT is idempotent, so it is retried like a read.
+func (c *Client) UpdateProduct(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
+	cl := call{method: http.MethodPut, path: productPath(id), body: jsonBody(in), idempotent: true}
+	if in.IfMatch != "" {
+		cl.header = http.Header{"If-Match": {in.IfMatch}}
+	}
+	ans, err := c.do(ctx, cl)
+	if err != nil {
+		return Product{}, err
+	}
+	var p Product
+	if err := decode(cl, ans, &p); err != nil {
+		return Product{}, err
+	}
+	p.ETag = ans.header.Get("ETag")
+	return p, nil
+}
+
+func productPath(id int64) string { return fmt.Sprintf("/products/%d", id) }
+
+// json sends cl and decodes its 2xx answer into v.
+func (c *Client) json(ctx context.Context, cl call, v any) error {
+	ans, err := c.do(ctx, cl)
+	if err != nil {
+		return err
+	}
+	return decode(cl, ans, v)
+}
