@@ -85,8 +85,8 @@ func TestCLIMigrate(t *testing.T) {
 	if pending != 1 || last(st) != "pending" {
 		t.Errorf("after down: %d pending (newest %q), want exactly the newest: %v", pending, last(st), st)
 	}
-	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE tablename = 'orders'`); got != 0 {
-		t.Errorf("after down: orders table still exists")
+	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE tablename = '`+newestTable+`'`); got != 0 {
+		t.Errorf("after down: %s table (the newest migration's) still exists", newestTable)
 	}
 	mustCLI(t, dbURL, "migrate", "up")
 	if last(statusLines(t, mustCLI(t, dbURL, "migrate", "status"))) == "pending" {
@@ -138,6 +138,8 @@ func TestCLIUnknownCommand(t *testing.T) {
 
 // TestMigrateOnStartOff: with MIGRATE_ON_START=false the service starts
 // without touching the schema; by default it migrates (every other test).
+//
+// newestTable is the table the newest migration creates.
 func TestMigrateOnStartOff(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -150,7 +152,7 @@ func TestMigrateOnStartOff(t *testing.T) {
 		t.Errorf("MIGRATE_ON_START=false: %d migrations applied at start, want 0", len(recs))
 	}
 	conn := dbConn(t, env["DATABASE_URL"])
-	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE tablename = 'orders'`); got != 0 {
+	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE tablename = '`+newestTable+`'`); got != 0 {
 		t.Error("MIGRATE_ON_START=false: the pending migration was applied")
 	}
 	if resp, raw := call(t, "GET", base+"/products/1", nil, ""); resp.StatusCode != 200 {
@@ -181,3 +183,7 @@ func TestNoArgumentsServes(t *testing.T) {
 		t.Errorf("GET /healthz: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// newestTable is created by the newest migration (00003_api_keys.sql): the
+// one `migrate down` removes.
+const newestTable = "api_keys"

@@ -19,7 +19,7 @@ import (
 // client/.
 
 // e2eAPIKey is the write key the client tests start the app with.
-const e2eAPIKey = "client-e2e-key"
+const e2eAPIKey = "client-e2e-key-0123456789"
 
 // clientRedisDB is the Redis logical database of the client and static-key
 // tests: products they create get ids (1001, …) that other tests' databases

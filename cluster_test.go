@@ -122,6 +122,7 @@ func TestLimiterOnBothBackends(t *testing.T) {
 func TestAppOnCluster(t *testing.T) {
 	env := testEnv(t)
 	env["REDIS_CLUSTER_ADDRS"] = strings.Join(rediscluster.Addrs(), ",")
+	delete(env, "CACHE_NAMESPACE") // the documented key names; ids of its own keep it apart
 	env["HOT_KEY_COPIES"] = "3"
 	env["L1_TTL"] = "1s"
 	a := launchApp(t, env, nil)

@@ -25,7 +25,7 @@ func TestStaticKeysNeverLoadedByReads(t *testing.T) {
 	}
 	base, _ := startApp(t, env)
 	rdb := dbtest.NewRedis(t, clientRedisDB)
-	if ttl := rdb.PTTL(context.Background(), repo.Key(static)).Val(); ttl < time.Hour {
+	if ttl := rdb.PTTL(context.Background(), nsKey(env, repo.Key(static))).Val(); ttl < time.Hour {
 		t.Errorf("static product's Redis TTL after warm-up: %s, want STATIC_TTL (24h)", ttl)
 	}
 	plainOther := map[string]int{}

@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -185,7 +186,7 @@ func TestLockOnBothBackends(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
 			}
-			if _, err := cache.Obtain(ctx, be.client(t), lk, 10*time.Second); err != cache.ErrNotObtained {
+			if _, err := cache.Obtain(ctx, be.client(t), lk, 10*time.Second); !errors.Is(err, cache.ErrNotObtained) {
 				t.Fatalf("second Obtain: got %v, want ErrNotObtained", err)
 			}
 			if err := l.SetAndRelease(ctx, key, []byte("v"), time.Minute); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,13 +54,22 @@ func TestTTLJitterSpreadsExpiry(t *testing.T) {
 				t.Errorf("an expiry of %s exceeds CACHE_TTL %s", slices.Max(ttls), ttl)
 			}
 			if tc.copies > 1 {
-				copies := make([]string, len(keys))
-				for i := range keys {
-					copies[i] = fmt.Sprintf("%s{%d#1}", prefix, i)
+				// Copies are named "{<id>#<n>}" with n chosen to land in
+				// another slot range: pair each with its entry by id.
+				copies := scanKeys(t, rdb, prefix+"*#*")
+				if len(copies) != len(keys)*(tc.copies-1) {
+					t.Fatalf("%d copies, want %d", len(copies), len(keys)*(tc.copies-1))
 				}
 				differ := 0
 				for i, d := range pttls(t, rdb, copies) {
-					if d-ttls[i] > 100*time.Millisecond || ttls[i]-d > 100*time.Millisecond {
+					var id int
+					if _, err := fmt.Sscanf(strings.TrimPrefix(copies[i], prefix), "{%d#", &id); err != nil {
+						t.Fatalf("copy %q: %v", copies[i], err)
+					}
+					if d > ttls[id] {
+						t.Errorf("copy %s outlives its entry (%s > %s)", copies[i], d, ttls[id])
+					}
+					if d-ttls[id] > 100*time.Millisecond || ttls[id]-d > 100*time.Millisecond {
 						differ++
 					}
 				}

@@ -7,10 +7,10 @@ import (
 )
 
 // RegisterOpenAPI serves doc, the API's OpenAPI description, at
-// GET /openapi.yaml: clients and tools read the contract from the running
-// version itself.
+// GET (and HEAD) /openapi.yaml: clients and tools read the contract from
+// the running version itself.
 func RegisterOpenAPI(r *gin.Engine, doc []byte) {
-	r.GET("/openapi.yaml", func(c *gin.Context) {
+	getHead(r, "/openapi.yaml", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/yaml", doc)
 	})
 }
