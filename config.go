@@ -43,6 +43,7 @@ type config struct {
 	HotKeyCopies    int
 	TTLJitter       float64 // fraction of a TTL cut at random, so keys expire apart
 	RateLimit       string  // "off" or ulule format
+	RateLimitLease  float64 // RATE_LIMIT_LEASE: share of a limit an instance leases at a time
 	TrustedProxies  []string
 	ShedMaxWaiting  int
 	LimitCritical   int
@@ -114,6 +115,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		HotKeyCopies:      p.positive("HOT_KEY_COPIES", 1),
 		TTLJitter:         p.fraction("TTL_JITTER", 0.1, 0.5),
 		RateLimit:         p.str("RATE_LIMIT", "100-S"),
+		RateLimitLease:    p.fraction("RATE_LIMIT_LEASE", 0.01, 0.2),
 		TrustedProxies:    p.cidrs("TRUSTED_PROXIES"),
 		ShedMaxWaiting:    p.positive("SHED_MAX_WAITING", 20),
 		LimitCritical:     p.positive("CONCURRENCY_CRITICAL", 256),

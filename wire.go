@@ -77,7 +77,9 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 	var lim, keyLim *limiter.Limiter
 	var store limiter.Store
 	if cfg.RateLimit != "off" || cfg.RateLimitKey != "off" {
-		store = newLimitStore(rdb, cfg.namespace(), log)
+		// Leases: one Redis round trip per lease of RATE_LIMIT_LEASE × the
+		// limit, not per request; the fleet still shares one budget.
+		store = middleware.NewLeaseStore(newLimitStore(rdb, cfg.namespace(), log), cfg.RateLimitLease, rateLimitClients)
 	}
 	if cfg.RateLimit != "off" {
 		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
@@ -123,6 +125,10 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 	classes.Authorize = auth.Require()
 	return classes
 }
+
+// rateLimitClients bounds the clients whose leases an instance keeps; the
+// least recently seen are forgotten (their next request takes a new lease).
+const rateLimitClients = 100_000
 
 // A key from the api_keys table is believed for apiKeyCacheTTL after a
 // lookup (a deleted key works that much longer); lookups of keys not yet

@@ -1,0 +1,85 @@
+package middleware_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	limiter "github.com/ulule/limiter/v3"
+
+	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/middleware"
+)
+
+// countingStore counts the calls that reach the shared store.
+type countingStore struct {
+	limiter.Store
+	increments atomic.Int64
+}
+
+func (s *countingStore) Increment(ctx context.Context, key string, n int64, rate limiter.Rate) (limiter.Context, error) {
+	s.increments.Add(1)
+	return s.Store.Increment(ctx, key, n, rate)
+}
+
+// TestLeaseStoreFleetWide: five instances, each with its own Redis client and
+// its own leases, share one client's budget of 10 000 a minute. 15 000
+// requests spread over them at random are admitted within 10 % under the
+// limit and never over it, at about one Redis round trip per lease instead
+// of one per request; once the budget is spent, refusals cost none.
+func TestLeaseStoreFleetWide(t *testing.T) {
+	t.Parallel()
+	const limit, offered, instances = 10_000, 15_000, 5
+	rate := limiter.Rate{Period: 60_000_000_000, Limit: limit}
+	cases := []struct {
+		name         string
+		fraction     float64
+		minAdmitted  int64
+		maxRoundTrip int64
+	}{
+		{"lease 1 % of the limit", 0.01, limit * 9 / 10, limit/100 + 2*instances},
+		{"lease of one token", 0, limit, limit + 2*instances},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := "lease" + dbtest.Unique()
+			var fleet []*middleware.LeaseStore
+			var shared []*countingStore
+			for range instances {
+				cs := &countingStore{Store: redisStore(t, dbtest.NewRedis(t, redisDB), prefix)}
+				shared = append(shared, cs)
+				fleet = append(fleet, middleware.NewLeaseStore(cs, tc.fraction, 1000))
+			}
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			for w := range 20 {
+				wg.Go(func() {
+					for range offered / 20 {
+						lctx, err := fleet[rand.IntN(instances)].Get(context.Background(), "client", rate)
+						if err != nil {
+							t.Errorf("worker %d: %v", w, err)
+							return
+						}
+						if !lctx.Reached {
+							admitted.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			var trips int64
+			for _, cs := range shared {
+				trips += cs.increments.Load()
+			}
+			if a := admitted.Load(); a < tc.minAdmitted || a > limit {
+				t.Errorf("admitted %d of %d offered, want between %d and the limit %d", a, offered, tc.minAdmitted, limit)
+			}
+			if trips > tc.maxRoundTrip {
+				t.Errorf("%d round trips to Redis for %d requests, want at most %d", trips, offered, tc.maxRoundTrip)
+			}
+			t.Logf("admitted %d, %d round trips", admitted.Load(), trips)
+		})
+	}
+}
