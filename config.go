@@ -25,36 +25,37 @@ type config struct {
 	RedisDB      int // the logical database of REDIS_URL
 	// CacheNamespace prefixes every Redis key, lock, limit counter and
 	// channel ("<ns>:…"), keeping two apps on one Redis server apart.
-	CacheNamespace  string
-	CacheMode       cache.Mode
-	CacheTTL        time.Duration
-	CacheSoftTTL    time.Duration
-	CacheNegTTL     time.Duration
-	LockTTL         time.Duration
-	LockWait        time.Duration
-	LockWatchdog    bool
-	LockWaiter      cache.Waiter // LOCK_WAITER: wait, fail or load
-	DrainDelay      time.Duration
-	L1TTL           time.Duration
-	L1Tracking      bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
-	HTTPCache       handlers.HTTPCache // Cache-Control of product reads
-	L1Size          int
-	XFetchBeta      float64
-	HotKeyCopies    int
-	TTLJitter       float64 // fraction of a TTL cut at random, so keys expire apart
-	RateLimit       string  // "off" or ulule format
-	RateLimitLease  float64 // RATE_LIMIT_LEASE: share of a limit an instance leases at a time
-	TrustedProxies  []string
-	ShedMaxWaiting  int
-	LimitCritical   int
-	LimitNormal     int
-	LimitLow        int
-	BreakerFailures int
-	BreakerOpenMin  time.Duration // first probe after a breaker opens
-	BreakerOpenMax  time.Duration // cap of the doubling wait between probes
-	BreakerOpenOld  bool          // the deprecated BREAKER_OPEN_TIMEOUT is set
-	MainMaxConns    int
-	ReportsMaxConns int
+	CacheNamespace   string
+	CacheMode        cache.Mode
+	CacheTTL         time.Duration
+	CacheSoftTTL     time.Duration
+	CacheNegTTL      time.Duration
+	LockTTL          time.Duration
+	LockWait         time.Duration
+	LockWatchdog     bool
+	LockWaiter       cache.Waiter // LOCK_WAITER: wait, fail or load
+	DrainDelay       time.Duration
+	L1TTL            time.Duration
+	L1Tracking       bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
+	HTTPCache        handlers.HTTPCache // Cache-Control of product reads
+	L1Size           int
+	XFetchBeta       float64
+	HotKeyCopies     int
+	TTLJitter        float64 // fraction of a TTL cut at random, so keys expire apart
+	RateLimit        string  // "off" or ulule format
+	RateLimitLease   float64 // RATE_LIMIT_LEASE: share of a limit an instance leases at a time
+	TrustedProxies   []string
+	ShedMaxWaiting   int
+	LimitCritical    int
+	LimitNormal      int
+	LimitLow         int
+	BreakerFailures  int
+	BreakerOpenMin   time.Duration // first probe after a breaker opens
+	BreakerOpenMax   time.Duration // cap of the doubling wait between probes
+	BreakerOpenOld   bool          // the deprecated BREAKER_OPEN_TIMEOUT is set
+	MainMaxConns     int
+	ReportsMaxConns  int
+	CheckoutReserved int // DB_CHECKOUT_RESERVED: main-pool connections only checkout may use
 	// Pool sizing check at start (SPEC §2.3): instances × pools + headroom
 	// must fit under the server's max_connections.
 	ExpectedInstances int
@@ -160,6 +161,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		p.fail("CACHE_MODE", getenv("CACHE_MODE"), err.Error())
 	}
 	c.CacheMode = mode
+	// A fifth of the main pool (at least 1) stays free for checkout.
+	c.CheckoutReserved = p.nonNegative("DB_CHECKOUT_RESERVED", max(1, c.MainMaxConns/5))
+	if p.set("DB_CHECKOUT_RESERVED") && c.CheckoutReserved >= c.MainMaxConns {
+		p.fail("DB_CHECKOUT_RESERVED", p.getenv("DB_CHECKOUT_RESERVED"), fmt.Sprintf("must be below DB_MAIN_MAX_CONNS (%d), or reads get no connection", c.MainMaxConns))
+	}
 	// What browsers and CDNs are told defaults to what the cache itself
 	// does: in swr mode fresh for the soft TTL, then stale up to the hard
 	// TTL; in the other modes fresh until the hard TTL, never stale. Age

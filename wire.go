@@ -97,7 +97,9 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 		return func(*gin.Context) { m.refusedBy(reason, class) }
 	}
 	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
-		var hs []gin.HandlerFunc
+		// The class rides in the context to the pool's gate, which turns it
+		// into a share of the request's deadline (db/admission.go).
+		hs := []gin.HandlerFunc{priority(classPriority[class])}
 		if keyLim != nil {
 			// A valid key, wherever presented, gets its own budget.
 			hs = append(hs, auth.Identify())
@@ -126,6 +128,17 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 	return classes
 }
 
+// classPriority maps a route class to the pool gate's priority.
+var classPriority = map[string]db.Priority{"critical": db.Critical, "normal": db.Normal, "low": db.Low}
+
+// priority marks each request with its class for the pool's gate.
+func priority(p db.Priority) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Request = c.Request.WithContext(db.WithPriority(c.Request.Context(), p))
+		c.Next()
+	}
+}
+
 // rateLimitClients bounds the clients whose leases an instance keeps; the
 // least recently seen are forgotten (their next request takes a new lease).
 const rateLimitClients = 100_000
@@ -149,8 +162,12 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 	if name == "reports" && cfg.DatabaseReadURL != "" {
 		url = cfg.DatabaseReadURL // reports tolerate a replica's lag
 	}
+	reserved := 0
+	if name == "main" {
+		reserved = cfg.CheckoutReserved // checkout never waits behind reads
+	}
 	return db.Config{
-		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler,
+		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler, ReservedCritical: reserved,
 		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
 		Breaker: breakerConfig(cfg, log),
 	}

@@ -36,6 +36,9 @@ type Config struct {
 	// by the pool.
 	Breaker breaker.Config
 	Pooler  Pooler // PgBouncer in front (pooler.go); default none
+	// ReservedCritical connections are kept for Critical work (checkout):
+	// saturated reads can never take them. Default 0.
+	ReservedCritical int
 }
 
 func (c Config) withDefaults() Config {
@@ -69,6 +72,7 @@ type Pool struct {
 	timeouts  atomic.Int64 // statements cancelled by statement_timeout
 	shed      atomic.Int64 // calls refused because the queue was too long
 	tripped   atomic.Int64 // calls refused because the breaker was open
+	gate      *gate        // admission in front of the connections (admission.go)
 }
 
 // Open creates the pool and checks that the database answers.
@@ -105,7 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
 		}
 	}
-	p := &Pool{Pool: pool, cfg: cfg}
+	p := &Pool{Pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical)}
 	p.breaker = newBreaker(p)
 	return p, nil
 }
@@ -140,7 +144,7 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 func (p *Pool) Name() string { return p.cfg.Name }
 
 // Waiting is the number of callers currently waiting for a connection.
-func (p *Pool) Waiting() int64 { return p.waiting.Load() }
+func (p *Pool) Waiting() int64 { return p.waiting.Load() + int64(p.gate.queued()) }
 
 // hungMargin is how far past statement_timeout a call may run before the
 // server counts as hung (network round trips, scheduling).
@@ -193,6 +197,11 @@ func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // the caller's ctx, not the acquire deadline.
 func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
 	err := p.breaker.Do(func() error {
+		leave, err := p.admit(ctx)
+		if err != nil {
+			return err
+		}
+		defer leave()
 		conn, err := p.Acquire(ctx)
 		if err != nil {
 			return err
@@ -219,6 +228,40 @@ func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
 		p.timeouts.Add(1)
 	}
 	return err
+}
+
+// admit passes the gate (admission.go): refused at once when the predicted
+// wait does not fit the caller's deadline (or SHED_MAX_WAITING's cap),
+// else queued, within the acquire timeout, in the gate's order.
+func (p *Pool) admit(ctx context.Context) (func(), error) {
+	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
+	defer cancel()
+	limit, hasMax := maxWaiting(ctx)
+	leave, err := p.gate.enter(actx, p.predictedWait, limit, hasMax)
+	var refused *RefusedError
+	switch {
+	case err == nil:
+		return leave, nil
+	case errors.As(err, &refused):
+		p.shed.Add(1)
+		refused.Pool = p.cfg.Name
+		refused.RetryAfter = max(time.Second, refused.RetryAfter)
+		return nil, refused
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("db %s: %w", p.cfg.Name, err)
+	}
+	return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name,
+		&retryError{err: ErrAcquireTimeout, after: p.DrainEstimate()}, p.cfg.AcquireTimeout)
+}
+
+// predictedWait is how long the queued-th waiter can expect to wait: the
+// waiters ahead of it × the average connection hold ÷ the connections.
+func (p *Pool) predictedWait(queued int) time.Duration {
+	hold := time.Duration(p.holdNanos.Load())
+	if hold <= 0 {
+		hold = 10 * time.Millisecond
+	}
+	return time.Duration(float64(queued) * float64(hold) / float64(p.cfg.MaxConns))
 }
 
 // StatementTimeouts counts statements the server cancelled for running past

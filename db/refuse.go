@@ -68,7 +68,7 @@ func (p *Pool) DrainEstimate() time.Duration {
 	if hold <= 0 {
 		hold = 10 * time.Millisecond
 	}
-	est := time.Duration(float64(p.waiting.Load()+1) * float64(hold) / float64(p.cfg.MaxConns))
+	est := time.Duration(float64(p.Waiting()+1) * float64(hold) / float64(p.cfg.MaxConns))
 	return max(time.Second, est)
 }
 

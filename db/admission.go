@@ -1,0 +1,199 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Priority is a request's class at the pool's door: it decides how much of
+// its remaining deadline it may spend queueing, and whether it may use the
+// connections kept for checkout.
+type Priority int
+
+const (
+	// Normal work (product reads, lists) may queue for half of what is
+	// left of its deadline. It is the zero value: unmarked work is normal.
+	Normal Priority = iota
+	// Critical work (checkout, writes) may queue for all of it and may use
+	// the reserved connections.
+	Critical
+	// Low work (reports) may queue for a quarter of it.
+	Low
+)
+
+// share is the part of a request's remaining deadline it may spend waiting
+// for a connection: priorities are shares of one target, not queue lengths
+// to tune.
+func (p Priority) share() float64 {
+	switch p {
+	case Critical:
+		return 1
+	case Low:
+		return 0.25
+	}
+	return 0.5
+}
+
+type priorityKey struct{}
+
+// WithPriority marks ctx with the class of the request it carries.
+func WithPriority(ctx context.Context, p Priority) context.Context {
+	return context.WithValue(ctx, priorityKey{}, p)
+}
+
+func priorityOf(ctx context.Context) Priority {
+	p, _ := ctx.Value(priorityKey{}).(Priority)
+	return p
+}
+
+// lifoAfter is how long the queue must stay non-empty before the gate
+// serves the newest waiter first: a queue that never drains means the
+// oldest waiters' callers are the likeliest to have given up already (Fail
+// at Scale's adaptive LIFO), while a short burst is still served in order.
+const lifoAfter = 100 * time.Millisecond
+
+// gate admits callers to the pool's connections through a queue of its own,
+// in front of pgxpool's: it refuses at the door a caller whose predicted
+// wait does not fit its deadline, keeps connections for checkout, and
+// chooses whom to serve next (critical first; newest first under
+// sustained overload).
+type gate struct {
+	mu        sync.Mutex
+	free      int // connections the gate may still hand out
+	reserved  int // of those, kept for Critical callers
+	queue     []*waiter
+	lastEmpty time.Time // when the queue was last empty
+	now       func() time.Time
+}
+
+type waiter struct {
+	priority Priority
+	ready    chan struct{} // closed when a connection is handed over
+}
+
+func newGate(conns, reserved int) *gate {
+	return &gate{free: conns, reserved: min(reserved, conns-1), now: time.Now, lastEmpty: time.Now()}
+}
+
+// enter waits for a connection slot. predicted is the queue's expected
+// wait (waiters × hold ÷ connections, see Pool.predictedWait). It returns
+// a release func, or a *RefusedError when the wait would not fit the
+// caller's deadline, or the context error.
+func (g *gate) enter(ctx context.Context, predicted func(queued int) time.Duration, maxWaiting int64, hasMax bool) (func(), error) {
+	p := priorityOf(ctx)
+	g.mu.Lock()
+	if g.mayTake(p) && g.next() < 0 {
+		// A slot this caller may use and no waiter that may use it first.
+		g.free--
+		g.mu.Unlock()
+		return g.release, nil
+	}
+	queued := len(g.queue) + 1
+	wait := predicted(queued)
+	if hasMax && int64(queued) > maxWaiting {
+		g.mu.Unlock()
+		return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+	}
+	if deadline, ok := ctx.Deadline(); ok && float64(wait) > p.share()*float64(time.Until(deadline)) {
+		// It would time out in the queue: refuse now, while refusing costs
+		// nothing, instead of holding it until its deadline.
+		g.mu.Unlock()
+		return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+	}
+	w := &waiter{priority: p, ready: make(chan struct{})}
+	if len(g.queue) == 0 {
+		g.lastEmpty = g.now() // empty until now
+	}
+	g.queue = append(g.queue, w)
+	g.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		return g.release, nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		select {
+		case <-w.ready: // handed a slot just as we gave up: pass it on
+			g.releaseLocked()
+		default:
+			g.remove(w)
+		}
+		return nil, fmt.Errorf("waiting for a connection: %w", ctx.Err())
+	}
+}
+
+// mayTake reports whether a caller of priority p may take a free slot.
+func (g *gate) mayTake(p Priority) bool {
+	if p == Critical {
+		return g.free > 0
+	}
+	return g.free > g.reserved
+}
+
+func (g *gate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.releaseLocked()
+}
+
+// releaseLocked returns a slot and hands it to the next waiter that may
+// take it: critical first; among equals the oldest, or the newest once the
+// queue has been non-empty for lifoAfter.
+func (g *gate) releaseLocked() {
+	g.free++
+	for g.free > 0 {
+		i := g.next()
+		if i < 0 {
+			break
+		}
+		w := g.queue[i]
+		g.queue = append(g.queue[:i], g.queue[i+1:]...)
+		g.free--
+		close(w.ready)
+	}
+	if len(g.queue) == 0 {
+		g.lastEmpty = g.now()
+	}
+}
+
+// next picks the waiter to serve, or -1.
+func (g *gate) next() int {
+	lifo := len(g.queue) > 0 && g.now().Sub(g.lastEmpty) > lifoAfter
+	best := -1
+	for i, w := range g.queue {
+		if !g.mayTake(w.priority) {
+			continue
+		}
+		switch {
+		case best < 0:
+			best = i
+		case w.priority == Critical && g.queue[best].priority != Critical:
+			best = i
+		case w.priority == g.queue[best].priority && lifo:
+			best = i // later in the queue is newer
+		}
+	}
+	return best
+}
+
+func (g *gate) remove(w *waiter) {
+	for i, q := range g.queue {
+		if q == w {
+			g.queue = append(g.queue[:i], g.queue[i+1:]...)
+			break
+		}
+	}
+	if len(g.queue) == 0 {
+		g.lastEmpty = g.now()
+	}
+}
+
+// queued is how many callers wait at the gate.
+func (g *gate) queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}

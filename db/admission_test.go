@@ -1,0 +1,137 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fixedWait is a predictor that says every waiter waits d.
+func fixedWait(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+
+// fullGate returns a gate whose every connection is taken (release to free).
+func fullGate(t *testing.T, conns, reserved int) (*gate, []func()) {
+	t.Helper()
+	g := newGate(conns, reserved)
+	var held []func()
+	for range conns {
+		leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, leave)
+	}
+	return g, held
+}
+
+// TestGateRefusesWhatWouldTimeOut: a caller whose predicted wait does not
+// fit its share of the remaining deadline is refused at once (no waiting);
+// checkout may spend all of it, reads half, reports a quarter.
+func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
+	cases := []struct {
+		priority Priority
+		wait     time.Duration
+		refused  bool
+	}{
+		{Critical, 600 * time.Millisecond, false},
+		{Normal, 600 * time.Millisecond, true},
+		{Normal, 300 * time.Millisecond, false},
+		{Low, 300 * time.Millisecond, true},
+		{Low, 150 * time.Millisecond, false},
+		{Critical, 1500 * time.Millisecond, true},
+	}
+	for _, tc := range cases {
+		g, held := fullGate(t, 1, 0)
+		ctx, cancel := context.WithTimeout(WithPriority(context.Background(), tc.priority), time.Second)
+		start := time.Now()
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var leave func()
+			if leave, err = g.enter(ctx, fixedWait(tc.wait), 0, false); err == nil {
+				leave()
+			}
+		}()
+		if !tc.refused {
+			time.Sleep(20 * time.Millisecond)
+			held[0]() // a connection frees: the queued caller gets it
+		}
+		<-done
+		cancel()
+		var refused *RefusedError
+		if got := errors.As(err, &refused); got != tc.refused {
+			t.Errorf("priority %d, predicted wait %s of 1s left: refused %v (%v), want %v", tc.priority, tc.wait, got, err, tc.refused)
+		}
+		if tc.refused && time.Since(start) > 500*time.Millisecond {
+			t.Errorf("priority %d: refused after %s, want at once", tc.priority, time.Since(start))
+		}
+	}
+}
+
+// TestGateServesNewestUnderSustainedOverload: a burst is served in order;
+// once the queue has stayed non-empty for lifoAfter, the newest waiter is
+// served first (its caller is the likeliest still to want the answer).
+func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		queuedFor time.Duration
+		want      int // index of the waiter served first
+	}{
+		{"burst: oldest first", 0, 0},
+		{"sustained: newest first", 2 * lifoAfter, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, held := fullGate(t, 1, 0)
+			now := time.Now()
+			g.now = func() time.Time { return now }
+			served := make(chan int, 5)
+			var wg sync.WaitGroup
+			for i := range 5 {
+				wg.Go(func() {
+					leave, err := g.enter(context.Background(), fixedWait(0), 0, false)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					served <- i
+					leave()
+				})
+				for g.queued() != i+1 { // queue them in a known order
+					time.Sleep(time.Millisecond)
+				}
+			}
+			now = now.Add(tc.queuedFor)
+			held[0]()
+			if first := <-served; first != tc.want {
+				t.Errorf("first served: waiter %d, want %d", first, tc.want)
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// TestGateKeepsConnectionsForCheckout: with every unreserved connection
+// taken by reads, a read queues but checkout is served at once.
+func TestGateKeepsConnectionsForCheckout(t *testing.T) {
+	g := newGate(3, 1)
+	read := WithPriority(context.Background(), Normal)
+	for range 2 {
+		if _, err := g.enter(read, fixedWait(0), 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(read, 50*time.Millisecond)
+	defer cancel()
+	if _, err := g.enter(ctx, fixedWait(0), 0, false); err == nil {
+		t.Errorf("a third read got the reserved connection")
+	}
+	start := time.Now()
+	leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), 0, false)
+	if err != nil || time.Since(start) > 10*time.Millisecond {
+		t.Fatalf("checkout: %v after %s, want a connection at once", err, time.Since(start))
+	}
+	leave()
+}
