@@ -46,6 +46,7 @@ type config struct {
 	RateLimitLease   float64 // RATE_LIMIT_LEASE: share of a limit an instance leases at a time
 	TrustedProxies   []string
 	ShedMaxWaiting   int
+	Admission        string // ADMISSION: "deadline" (predicted wait vs deadline) or "queue" (SHED_MAX_WAITING only)
 	LimitCritical    int
 	LimitNormal      int
 	LimitLow         int
@@ -119,6 +120,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		RateLimitLease:    p.fraction("RATE_LIMIT_LEASE", 0.01, 0.2),
 		TrustedProxies:    p.cidrs("TRUSTED_PROXIES"),
 		ShedMaxWaiting:    p.positive("SHED_MAX_WAITING", 20),
+		Admission:         p.oneOf("ADMISSION", "deadline", "deadline", "queue"),
 		LimitCritical:     p.positive("CONCURRENCY_CRITICAL", 256),
 		LimitNormal:       p.positive("CONCURRENCY_NORMAL", 1024),
 		LimitLow:          p.positive("CONCURRENCY_LOW", 8),

@@ -81,7 +81,7 @@ func newGate(conns, reserved int) *gate {
 // wait (waiters × hold ÷ connections, see Pool.predictedWait). It returns
 // a release func, or a *RefusedError when the wait would not fit the
 // caller's deadline, or the context error.
-func (g *gate) enter(ctx context.Context, predicted func(queued int) time.Duration, maxWaiting int64, hasMax bool) (func(), error) {
+func (g *gate) enter(ctx context.Context, predicted func(queued int) time.Duration, byDeadline bool, maxWaiting int64, hasMax bool) (func(), error) {
 	p := priorityOf(ctx)
 	g.mu.Lock()
 	if g.mayTake(p) && g.next() < 0 {
@@ -96,7 +96,7 @@ func (g *gate) enter(ctx context.Context, predicted func(queued int) time.Durati
 		g.mu.Unlock()
 		return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
 	}
-	if deadline, ok := ctx.Deadline(); ok && float64(wait) > p.share()*float64(time.Until(deadline)) {
+	if deadline, ok := ctx.Deadline(); byDeadline && ok && float64(wait) > p.share()*float64(time.Until(deadline)) {
 		// It would time out in the queue: refuse now, while refusing costs
 		// nothing, instead of holding it until its deadline.
 		g.mu.Unlock()

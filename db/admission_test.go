@@ -17,7 +17,7 @@ func fullGate(t *testing.T, conns, reserved int) (*gate, []func()) {
 	g := newGate(conns, reserved)
 	var held []func()
 	for range conns {
-		leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), 0, false)
+		leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), true, 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
 		go func() {
 			defer close(done)
 			var leave func()
-			if leave, err = g.enter(ctx, fixedWait(tc.wait), 0, false); err == nil {
+			if leave, err = g.enter(ctx, fixedWait(tc.wait), true, 0, false); err == nil {
 				leave()
 			}
 		}()
@@ -91,7 +91,7 @@ func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range 5 {
 				wg.Go(func() {
-					leave, err := g.enter(context.Background(), fixedWait(0), 0, false)
+					leave, err := g.enter(context.Background(), fixedWait(0), true, 0, false)
 					if err != nil {
 						t.Error(err)
 						return
@@ -119,17 +119,17 @@ func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 	g := newGate(3, 1)
 	read := WithPriority(context.Background(), Normal)
 	for range 2 {
-		if _, err := g.enter(read, fixedWait(0), 0, false); err != nil {
+		if _, err := g.enter(read, fixedWait(0), true, 0, false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(read, 50*time.Millisecond)
 	defer cancel()
-	if _, err := g.enter(ctx, fixedWait(0), 0, false); err == nil {
+	if _, err := g.enter(ctx, fixedWait(0), true, 0, false); err == nil {
 		t.Errorf("a third read got the reserved connection")
 	}
 	start := time.Now()
-	leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), 0, false)
+	leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), true, 0, false)
 	if err != nil || time.Since(start) > 10*time.Millisecond {
 		t.Fatalf("checkout: %v after %s, want a connection at once", err, time.Since(start))
 	}

@@ -39,6 +39,10 @@ type Config struct {
 	// ReservedCritical connections are kept for Critical work (checkout):
 	// saturated reads can never take them. Default 0.
 	ReservedCritical int
+	// AdmitByDeadline refuses at the door a caller whose predicted queue
+	// wait does not fit its share of its remaining deadline (admission.go).
+	// Off, only WithMaxWaiting's cap refuses.
+	AdmitByDeadline bool
 }
 
 func (c Config) withDefaults() Config {
@@ -237,7 +241,7 @@ func (p *Pool) admit(ctx context.Context) (func(), error) {
 	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
 	defer cancel()
 	limit, hasMax := maxWaiting(ctx)
-	leave, err := p.gate.enter(actx, p.predictedWait, limit, hasMax)
+	leave, err := p.gate.enter(actx, p.predictedWait, p.cfg.AdmitByDeadline, limit, hasMax)
 	var refused *RefusedError
 	switch {
 	case err == nil:

@@ -68,6 +68,7 @@ var experiments = []experiment{
 	{"db-down", (*Lab).dbDown},
 	{"db-blip", (*Lab).dbBlip},
 	{"overload", (*Lab).overload},
+	{"admission", (*Lab).admission},
 	{"redis-down", (*Lab).redisDown},
 	{"cluster", (*Lab).redisClusterExp},
 }
