@@ -61,6 +61,7 @@ const lifoAfter = 100 * time.Millisecond
 // sustained overload).
 type gate struct {
 	mu        sync.Mutex
+	conns     int // connections behind the gate
 	free      int // connections the gate may still hand out
 	reserved  int // of those, kept for Critical callers
 	queue     []*waiter
@@ -74,14 +75,15 @@ type waiter struct {
 }
 
 func newGate(conns, reserved int) *gate {
-	return &gate{free: conns, reserved: min(reserved, conns-1), now: time.Now, lastEmpty: time.Now()}
+	return &gate{conns: conns, free: conns, reserved: min(reserved, conns-1), now: time.Now, lastEmpty: time.Now()}
 }
 
-// enter waits for a connection slot. predicted is the queue's expected
-// wait (waiters × hold ÷ connections, see Pool.predictedWait). It returns
-// a release func, or a *RefusedError when the wait would not fit the
-// caller's deadline, or the context error.
-func (g *gate) enter(ctx context.Context, predicted func(queued int) time.Duration, byDeadline bool, maxWaiting int64, hasMax bool) (func(), error) {
+// enter waits for a connection slot. hold is the average connection hold
+// time, so the queued-th waiter's predicted wait is queued × hold ÷
+// connections. It returns a release func, or a *RefusedError when the wait
+// would not fit the caller's share of its deadline (or, in a standing
+// queue, a couple of holds), or the context error.
+func (g *gate) enter(ctx context.Context, hold time.Duration, byDeadline bool, maxWaiting int64, hasMax bool) (func(), error) {
 	p := priorityOf(ctx)
 	g.mu.Lock()
 	if g.mayTake(p) && g.next() < 0 {
@@ -91,16 +93,29 @@ func (g *gate) enter(ctx context.Context, predicted func(queued int) time.Durati
 		return g.release, nil
 	}
 	queued := len(g.queue) + 1
-	wait := predicted(queued)
+	wait := time.Duration(float64(queued) * float64(hold) / float64(g.conns))
 	if hasMax && int64(queued) > maxWaiting {
 		g.mu.Unlock()
 		return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
 	}
-	if deadline, ok := ctx.Deadline(); byDeadline && ok && float64(wait) > p.share()*float64(time.Until(deadline)) {
-		// It would time out in the queue: refuse now, while refusing costs
-		// nothing, instead of holding it until its deadline.
-		g.mu.Unlock()
-		return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+	var patience <-chan time.Time
+	if deadline, ok := ctx.Deadline(); byDeadline && ok {
+		target := time.Duration(p.share() * float64(time.Until(deadline)))
+		if p != Critical && g.overloaded() {
+			// A queue that has not drained for lifoAfter is a standing
+			// queue: waiting in it only adds delay (CoDel). Reads may wait
+			// a couple of connection holds, no more.
+			target = min(target, max(minStandingWait, 2*hold))
+		}
+		if wait > target {
+			// It would wait longer than it can afford: refuse now, while
+			// refusing costs nothing, instead of at its deadline.
+			g.mu.Unlock()
+			return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+		}
+		t := time.NewTimer(target)
+		defer t.Stop()
+		patience = t.C
 	}
 	w := &waiter{priority: p, ready: make(chan struct{})}
 	if len(g.queue) == 0 {
@@ -109,21 +124,34 @@ func (g *gate) enter(ctx context.Context, predicted func(queued int) time.Durati
 	g.queue = append(g.queue, w)
 	g.mu.Unlock()
 
+	var err error
 	select {
 	case <-w.ready:
 		return g.release, nil
+	case <-patience:
+		err = &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
 	case <-ctx.Done():
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		select {
-		case <-w.ready: // handed a slot just as we gave up: pass it on
-			g.releaseLocked()
-		default:
-			g.remove(w)
-		}
-		return nil, fmt.Errorf("waiting for a connection: %w", ctx.Err())
+		err = fmt.Errorf("waiting for a connection: %w", ctx.Err())
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-w.ready: // handed a slot just as we gave up: use it after all
+		return g.release, nil
+	default:
+		g.remove(w)
+	}
+	return nil, err
 }
+
+// overloaded reports a standing queue: non-empty for longer than lifoAfter.
+func (g *gate) overloaded() bool {
+	return len(g.queue) > 0 && g.now().Sub(g.lastEmpty) > lifoAfter
+}
+
+// minStandingWait is the least a read may wait in a standing queue, however
+// short connections are held.
+const minStandingWait = 5 * time.Millisecond
 
 // mayTake reports whether a caller of priority p may take a free slot.
 func (g *gate) mayTake(p Priority) bool {
@@ -161,7 +189,7 @@ func (g *gate) releaseLocked() {
 
 // next picks the waiter to serve, or -1.
 func (g *gate) next() int {
-	lifo := len(g.queue) > 0 && g.now().Sub(g.lastEmpty) > lifoAfter
+	lifo := g.overloaded()
 	best := -1
 	for i, w := range g.queue {
 		if !g.mayTake(w.priority) {

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// fixedWait is a predictor that says every waiter waits d.
-func fixedWait(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+// fixedWait is the hold time that makes the first waiter of a one-connection
+// gate predict a wait of d.
+func fixedWait(d time.Duration) time.Duration { return d }
 
 // fullGate returns a gate whose every connection is taken (release to free).
 func fullGate(t *testing.T, conns, reserved int) (*gate, []func()) {
@@ -134,4 +135,59 @@ func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 		t.Fatalf("checkout: %v after %s, want a connection at once", err, time.Since(start))
 	}
 	leave()
+}
+
+// TestGateStandingQueueIsShort: once the queue has not drained for
+// lifoAfter, a read may wait only a couple of connection holds however long
+// its deadline: it is refused quickly (503 + Retry-After) instead of adding
+// to a queue that only adds delay. Checkout keeps its whole share.
+func TestGateStandingQueueIsShort(t *testing.T) {
+	for _, tc := range []struct {
+		priority Priority
+		refused  bool
+	}{{Normal, true}, {Critical, false}} {
+		g, held := fullGate(t, 1, 0)
+		now := time.Now()
+		g.now = func() time.Time { return now }
+		first := make(chan error, 1)
+		go func() { // a waiter that keeps the queue standing
+			leave, err := g.enter(context.Background(), 0, true, 0, false)
+			if err == nil {
+				leave()
+			}
+			first <- err
+		}()
+		for g.queued() != 1 {
+			time.Sleep(time.Millisecond)
+		}
+		now = now.Add(2 * lifoAfter)
+		ctx, cancel := context.WithTimeout(WithPriority(context.Background(), tc.priority), 2*time.Second)
+		start := time.Now()
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var leave func()
+			if leave, err = g.enter(ctx, 10*time.Millisecond, true, 0, false); err == nil {
+				leave()
+			}
+		}()
+		if !tc.refused {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if tc.refused {
+			<-done
+		}
+		held[0]()
+		<-done
+		<-first
+		cancel()
+		var refused *RefusedError
+		if got := errors.As(err, &refused); got != tc.refused {
+			t.Errorf("priority %d in a standing queue: refused %v (%v), want %v", tc.priority, got, err, tc.refused)
+		}
+		if tc.refused && time.Since(start) > time.Second {
+			t.Errorf("refused after %s, want within a couple of holds, not the 2 s deadline", time.Since(start))
+		}
+	}
 }

@@ -241,7 +241,7 @@ func (p *Pool) admit(ctx context.Context) (func(), error) {
 	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
 	defer cancel()
 	limit, hasMax := maxWaiting(ctx)
-	leave, err := p.gate.enter(actx, p.predictedWait, p.cfg.AdmitByDeadline, limit, hasMax)
+	leave, err := p.gate.enter(actx, p.holdTime(), p.cfg.AdmitByDeadline, limit, hasMax)
 	var refused *RefusedError
 	switch {
 	case err == nil:
@@ -258,14 +258,12 @@ func (p *Pool) admit(ctx context.Context) (func(), error) {
 		&retryError{err: ErrAcquireTimeout, after: p.DrainEstimate()}, p.cfg.AcquireTimeout)
 }
 
-// predictedWait is how long the queued-th waiter can expect to wait: the
-// waiters ahead of it × the average connection hold ÷ the connections.
-func (p *Pool) predictedWait(queued int) time.Duration {
-	hold := time.Duration(p.holdNanos.Load())
-	if hold <= 0 {
-		hold = 10 * time.Millisecond
+// holdTime is the average time a connection is held (10 ms until known).
+func (p *Pool) holdTime() time.Duration {
+	if hold := time.Duration(p.holdNanos.Load()); hold > 0 {
+		return hold
 	}
-	return time.Duration(float64(queued) * float64(hold) / float64(p.cfg.MaxConns))
+	return 10 * time.Millisecond
 }
 
 // StatementTimeouts counts statements the server cancelled for running past

@@ -18,7 +18,7 @@ func (l *Lab) admission(ctx context.Context) *Experiment {
 	const conns, linkDelay = 4, 20 * time.Millisecond
 	x := &Experiment{Name: "admission", Title: "sustained 4× overload: no shedding vs a fixed queue vs deadline admission",
 		Setup: fmt.Sprintf("1 instance, DB_MAIN_MAX_CONNS=%d, +%s on the DB link; capacity measured with %d closed-loop workers, "+
-			"then 4× that rate of GETs of uncached ids for %s, plus 10 orders/s (POST /orders)", conns, linkDelay, conns, admissionFor),
+			"then 4× that rate of uncached GET /products?limit=5&after=… for %s, plus 10 orders/s (POST /orders)", conns, linkDelay, conns, admissionFor),
 		Expect: "goodput ≥ 1.0× capacity, ≥ 99.9 % of orders succeed, p99 of good answers ≤ 200 ms with deadline admission and no " +
 			"shedding setting tuned; without shedding the queue grows until answers come too late",
 		Columns: []string{"admission", "capacity/s", "goodput", "orders ok", "p99 of 200s", "refused", "refusals' p99", "timeouts/errors"}}
@@ -68,7 +68,8 @@ type admissionStats struct {
 func runAdmission(ctx context.Context, base string, conns int) admissionStats {
 	var next atomic.Int64
 	next.Store(1)
-	path := func(int) string { return fmt.Sprintf("/products/%d", next.Add(1)%1000+1) }
+	// Lists are never cached: every request needs a connection.
+	path := func(int) string { return fmt.Sprintf("/products?limit=5&after=%d", next.Add(1)%990) }
 	// Capacity: conns workers, each one request at a time, for 3 s.
 	calib := make([]Target, 0, 4096)
 	for range cap(calib) {
