@@ -169,7 +169,7 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 	return db.Config{
 		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler, ReservedCritical: reserved,
 		AdmitByDeadline: cfg.Admission == "deadline",
-		AcquireTimeout: cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
+		AcquireTimeout:  cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
 		Breaker: breakerConfig(cfg, log),
 	}
 }
