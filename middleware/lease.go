@@ -13,8 +13,11 @@ import (
 // instances without a Redis round trip per request: each instance takes a
 // lease of a few tokens from the shared store in one INCRBY and spends it in
 // memory. A lease is a fraction of the limit (leaseFraction), so N instances
-// can hold at most N leases of a window unused: the fleet admits between
-// limit − N·lease and limit, never more. Once the shared count passes the
+// can hold at most N leases of a window unused: the fleet admits at least
+// limit − N·lease in a window. A lease may be spent up to a second past its
+// window's end (ulule reports the end in whole seconds), so with windows of
+// a few seconds the fleet may admit up to N·lease over: within 5 % for 5
+// instances at the default 1 %. Once the shared count passes the
 // limit, the bucket is known exhausted until the window resets, so refusals
 // cost no round trip either. Redis failures are the shared store's to
 // handle (FailoverStore falls back to memory).
@@ -86,7 +89,9 @@ func (s *LeaseStore) lease(ctx context.Context, b *leaseBucket, key string, rate
 	if err != nil {
 		return err
 	}
-	b.reset = time.Unix(lctx.Reset, 0)
+	// ulule reports the window's end in whole seconds, rounded down: the
+	// window ends within the second after it. Tokens stay good until then.
+	b.reset = time.Unix(lctx.Reset, 0).Add(time.Second)
 	if lctx.Reached {
 		b.exhausted, b.tokens, b.remaining = true, 0, 0
 		return nil
