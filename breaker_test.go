@@ -91,7 +91,7 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 		t.Errorf("read with the breaker open: got %d Retry-After %q after %s (%v), want 503, Retry-After ≥ 1, < 200ms",
 			got.status, got.header.Get("Retry-After"), got.elapsed, got.err)
 	}
-	// Readiness speaks for this instance only (SPEC §3): a shared outage
+	// Readiness speaks for this instance only: a shared outage
 	// shows in the body, never in the status.
 	if resp, body := call(t, "GET", base+"/readyz", nil, ""); resp.StatusCode != http.StatusOK ||
 		!strings.Contains(string(body), `"postgres_breaker":"breaker open"`) {

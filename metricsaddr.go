@@ -10,7 +10,7 @@ import (
 )
 
 // serveMetrics places GET /metrics. With addr empty it returns h for the
-// public router (SPEC: /metrics on HTTP_ADDR). Otherwise it serves h on a
+// public router (the documented place: /metrics on HTTP_ADDR). Otherwise it serves h on a
 // listener of its own at addr, so scrapes stay off the public port, and
 // returns a nil handler: the public router then has no /metrics. stop shuts
 // that listener down.

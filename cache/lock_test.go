@@ -84,7 +84,7 @@ func TestLockSemantics(t *testing.T) {
 	}
 }
 
-// TestLockExpiresDuringSlowLoad is the seed's lab (SPEC §2.1): a 100 ms lock
+// TestLockExpiresDuringSlowLoad is the lab's lock-ttl experiment: a 100 ms lock
 // over a 300 ms query (scaled up for the watchdog case, see there). Two instances ask for one cold key, the second 10 ms
 // after the first. The loader answers "v1", "v2"… in call order.
 //

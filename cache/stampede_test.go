@@ -12,7 +12,7 @@ import (
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
-// The seed's measurement (SPEC §2.1): 5 instances × 200 concurrent requests
+// The classic measurement: 5 instances × 200 concurrent requests
 // for one cold key, with a 300 ms loader.
 const (
 	instances   = 5

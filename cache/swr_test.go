@@ -11,8 +11,8 @@ import (
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
-// TestSWRServesStaleWhileOneRefreshRuns is the seed's measurement (SPEC
-// §2.2) with a shorter soft TTL: after soft expiry, 200 concurrent requests
+// TestSWRServesStaleWhileOneRefreshRuns is the classic SWR measurement
+// with a shorter soft TTL: after soft expiry, 200 concurrent requests
 // all get the old value at once, one background load replaces it, and the
 // next request sees the new value as fresh.
 //

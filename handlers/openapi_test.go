@@ -17,7 +17,7 @@ import (
 	"github.com/stampede-guard/api/handlers"
 )
 
-// pendingKey marks an operation SPEC requires that another branch adds to
+// pendingKey marks an operation the interface requires that another branch adds to
 // the router; the mark is refused once the router has the route.
 const pendingKey = "x-pending"
 
@@ -69,7 +69,7 @@ func routerRoutes(t *testing.T) map[string]bool {
 
 // TestOpenAPIMatchesRouter: every route of the router is in the document,
 // and every operation of the document is a route, but for the ones marked
-// pending (routes SPEC requires that are not merged yet), and a pending
+// pending (required routes not merged yet), and a pending
 // mark on a route the router has is an error.
 func TestOpenAPIMatchesRouter(t *testing.T) {
 	ops := operations(t, openAPIDoc(t))
@@ -110,7 +110,7 @@ func TestOpenAPIContract(t *testing.T) {
 			continue
 		}
 		if method, path, _ := strings.Cut(key, " "); method == "GET" && ops["HEAD "+path] == nil {
-			t.Errorf("%s: no HEAD operation (SPEC: every GET route answers HEAD)", key)
+			t.Errorf("%s: no HEAD operation (every GET route answers HEAD)", key)
 		}
 		if strings.HasPrefix(key, "HEAD ") || key == "GET /readyz" {
 			continue // no body; a probe's 503 is its state, not an error

@@ -17,7 +17,7 @@ func (l *Lab) lockTTL(ctx context.Context) *Experiment {
 			"(the query outlives the lock; link time is not statement time, so DB_STATEMENT_TIMEOUT=50ms < LOCK_TTL passes the "+
 			"config check), DB_ACQUIRE_TIMEOUT=2s, REQUEST_TIMEOUT=5s, LOCK_WAIT=2s; a light burst (%d per instance) isolates the "+
 			"lock, the full burst (%d per instance) shows the watchdog on a CPU-starved machine", n, l.delay, light, per),
-		Expect: "without the watchdog the lock expires mid-query and another holder queries too (the seed measured 2 " +
+		Expect: "without the watchdog the lock expires mid-query and another holder queries too (a plain SET, unfenced, would give 2 " +
 			"with unfenced writes); with it, 1 query",
 		Columns: []string{"watchdog", "burst", "DB queries", "ok", "failed", "p50", "p99", "locks lost", "extensions", "value cached", "lock keys left"}}
 	rows := []struct {
@@ -50,7 +50,7 @@ func (l *Lab) lockTTL(ctx context.Context) *Experiment {
 			if row.watchdog == "false" && r.Values["value_cached"] == "no" && lost == float64(r.DBQueries) {
 				x.note("without the watchdog every holder's fenced write was refused (its lock had expired), so the value was "+
 					"never stored and each of the %d instances' waiters took the expired lock in turn: %d queries, not the "+
-					"seed's 2 (whose plain SET stored the first value)", n, r.DBQueries)
+					"2 of an unfenced SET (which would store the first value)", n, r.DBQueries)
 			}
 			if i == 2 && r.DBQueries > 1 {
 				x.note("under the full %s burst the watchdog lost its lock %s time(s) (%d queries): its first extension, "+

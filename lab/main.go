@@ -1,4 +1,4 @@
-// Command lab runs the course's experiments against the real service: it
+// Command lab runs the stampede experiments against the real service: it
 // starts N instances of bin/api as separate processes on the local
 // PostgreSQL and Redis, puts a controllable TCP proxy on the database link
 // (and on the Redis link when Redis must fail), fires concurrent requests,
