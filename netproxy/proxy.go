@@ -81,9 +81,9 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // so each request and answer round trip costs about d more.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
-// SetDown(true) cuts every open link and refuses new connections (accepted,
+// SetDown with true cuts every open link and refuses new connections (accepted,
 // then reset at once, as a host with nothing listening would);
-// SetDown(false) forwards again.
+// false forwards again.
 func (p *Proxy) SetDown(down bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

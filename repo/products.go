@@ -230,13 +230,13 @@ func checkIfMatch(ctx context.Context, tx pgx.Tx, id int64, tags []string) error
 // targets in one place.
 const productColumns = `id, name, price_cents, updated_at`
 
-func (pr *Product) fields() []any { return []any{&pr.ID, &pr.Name, &pr.PriceCents, &pr.UpdatedAt} }
+func (p *Product) fields() []any { return []any{&p.ID, &p.Name, &p.PriceCents, &p.UpdatedAt} }
 
 // inUTC makes the representation independent of the server's time zone, so
 // every instance renders (and hashes) the same body.
-func (pr Product) inUTC() Product {
-	pr.UpdatedAt = pr.UpdatedAt.UTC()
-	return pr
+func (p Product) inUTC() Product {
+	p.UpdatedAt = p.UpdatedAt.UTC()
+	return p
 }
 
 // with runs fn on the main pool, retrying transient failures.
