@@ -11,8 +11,9 @@ import (
 type Status int
 
 const (
-	// Hit: a fresh value from L1 or Redis.
-	Hit Status = iota
+	// Hit: a fresh value from L1 or Redis. Statuses start at one, so a
+	// Result nobody filled in never reads as a hit.
+	Hit Status = iota + 1
 	// Miss: this request waited for a load (its own or a shared one).
 	Miss
 	// Stale: a value past its soft expiry, served while it is refreshed.

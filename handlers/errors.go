@@ -8,12 +8,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/repo"
 )
 
@@ -52,8 +51,7 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		abort(c, http.StatusUnprocessableEntity, "Idempotency-Key was already used with a different request body")
 	case errors.Is(err, repo.ErrUnavailable):
 		log.Warn("unavailable", "path", c.FullPath(), "err", err)
-		c.Header("Retry-After", retryAfterSeconds(repo.RetryAfter(err).Seconds()))
-		abort(c, http.StatusServiceUnavailable, "temporarily unavailable, retry later")
+		middleware.Refuse(c, http.StatusServiceUnavailable, "temporarily unavailable, retry later", repo.RetryAfter(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		log.Warn("request deadline exceeded", "path", c.FullPath(), "err", err)
 		abort(c, http.StatusGatewayTimeout, "the request took too long")
@@ -66,14 +64,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	}
 }
 
-func abort(c *gin.Context, status int, msg string) {
-	c.AbortWithStatusJSON(status, gin.H{"error": msg})
-}
-
-// retryAfterSeconds rounds up: Retry-After takes whole seconds, and "0"
-// would invite an immediate retry.
-func retryAfterSeconds(s float64) string {
-	return strconv.Itoa(max(1, int(math.Ceil(s))))
-}
+// abort answers a final error: no Retry-After (middleware.Refuse writes
+// every error body, here and at the door).
+func abort(c *gin.Context, status int, msg string) { middleware.Refuse(c, status, msg, 0) }
 
 func isNotFound(err error) bool { return errors.Is(err, repo.ErrNotFound) }

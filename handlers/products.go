@@ -126,13 +126,12 @@ func (h *Products) get(c *gin.Context) {
 // setCacheHeaders reports the cache's answer in X-Cache and in the standard
 // Cache-Status header (RFC 9211).
 func setCacheHeaders(c *gin.Context, f repo.Freshness) {
-	status := f.Status.String()
-	c.Header("X-Cache", status)
+	c.Header("X-Cache", f.Status.String())
 	ttl := int64(math.Round(f.TTL.Seconds()))
-	switch status {
-	case "HIT":
+	switch {
+	case f.Hit():
 		c.Header("Cache-Status", fmt.Sprintf("stampede-guard; hit; ttl=%d", ttl))
-	case "STALE":
+	case f.Stale():
 		// A negative ttl is how RFC 9211 says "served stale".
 		c.Header("Cache-Status", fmt.Sprintf("stampede-guard; hit; ttl=%d; detail=revalidating", min(ttl, -1)))
 	default:

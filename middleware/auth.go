@@ -88,7 +88,7 @@ func (a *Auth) Require() gin.HandlerFunc {
 		key, presented := bearer(c.GetHeader("Authorization"))
 		if !presented {
 			c.Header("WWW-Authenticate", `Bearer realm="stampede-guard"`)
-			c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"error": "this route needs an API key: Authorization: Bearer <key>"})
+			Refuse(c, http.StatusUnauthorized, "this route needs an API key: Authorization: Bearer <key>", 0)
 			return
 		}
 		sum := sha256.Sum256([]byte(key))
@@ -96,12 +96,11 @@ func (a *Auth) Require() gin.HandlerFunc {
 		switch {
 		case err != nil:
 			a.cfg.Log.Warn("api key check failed", "err", err)
-			c.Header("Retry-After", "1")
-			c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "the API key cannot be checked now, retry later"})
+			Refuse(c, statusUnavailable, "the API key cannot be checked now, retry later", retryHint(err, time.Second))
 			return
 		case !ok:
 			c.Header("WWW-Authenticate", `Bearer realm="stampede-guard", error="invalid_token"`)
-			c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"error": "the API key is not valid"})
+			Refuse(c, http.StatusUnauthorized, "the API key is not valid", 0)
 			return
 		}
 		c.Set(ctxKeyID, keyID(sum))

@@ -39,26 +39,24 @@ func ReadBody(cfg BodyConfig) gin.HandlerFunc {
 			return
 		}
 		if r.ContentLength > cfg.MaxBytes {
-			c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge,
-				gin.H{"error": fmt.Sprintf("request body exceeds %d bytes", cfg.MaxBytes)})
+			Refuse(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", cfg.MaxBytes), 0)
 			return
 		}
 		body, err := readPaced(c, cfg)
 		var big *http.MaxBytesError
 		switch {
 		case errors.As(err, &big):
-			c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge,
-				gin.H{"error": fmt.Sprintf("request body exceeds %d bytes", cfg.MaxBytes)})
+			Refuse(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", cfg.MaxBytes), 0)
 			return
 		case isTimeout(err):
 			c.Header("Connection", "close")
-			c.AbortWithStatusJSON(http.StatusRequestTimeout, gin.H{"error": "the request body arrived too slowly"})
+			Refuse(c, http.StatusRequestTimeout, "the request body arrived too slowly", 0)
 			return
 		case err != nil:
 			// The client went away or sent a broken encoding; the error
 			// names sockets, so it is not echoed.
 			c.Header("Connection", "close")
-			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "request body could not be read"})
+			Refuse(c, http.StatusBadRequest, "request body could not be read", 0)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

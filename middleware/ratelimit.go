@@ -55,11 +55,10 @@ func RateLimitPer(perIP, perKey *limiter.Limiter, log *slog.Logger, onLimited fu
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(lctx.Reset, 10))
 		if lctx.Reached {
 			wait := time.Until(time.Unix(lctx.Reset, 0))
-			h.Set("Retry-After", strconv.Itoa(max(1, int((wait+time.Second-1)/time.Second))))
 			if onLimited != nil {
 				onLimited(c)
 			}
-			c.AbortWithStatusJSON(http.StatusTooManyRequests, gin.H{"error": "rate limit exceeded, retry later"})
+			Refuse(c, http.StatusTooManyRequests, "rate limit exceeded, retry later", max(wait, time.Second))
 			return
 		}
 		c.Next()

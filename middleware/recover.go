@@ -31,7 +31,7 @@ func Recover(log *slog.Logger) gin.HandlerFunc {
 				"panic", rec, "method", c.Request.Method, "path", c.Request.URL.Path,
 				"request_id", c.GetString(RequestIDKey), "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
-				c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error"})
+				Refuse(c, http.StatusInternalServerError, "internal error", 0)
 				return
 			}
 			c.Abort()

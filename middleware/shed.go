@@ -2,8 +2,6 @@ package middleware
 
 import (
 	"context"
-	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -30,8 +28,7 @@ func Shed(q Queue, maxWaiting int64, atDoor bool, mark func(context.Context, int
 			if onShed != nil {
 				onShed(c)
 			}
-			c.Header("Retry-After", seconds(q.DrainEstimate()))
-			c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "overloaded, retry later"})
+			Refuse(c, statusUnavailable, "overloaded, retry later", q.DrainEstimate())
 			return
 		}
 		c.Request = c.Request.WithContext(mark(c.Request.Context(), maxWaiting))
@@ -60,15 +57,9 @@ func Limit(n int, onRefused func(*gin.Context)) gin.HandlerFunc {
 			if onRefused != nil {
 				onRefused(c)
 			}
-			c.Header("Retry-After", seconds(hold.get()))
-			c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "too many concurrent requests, retry later"})
+			Refuse(c, statusUnavailable, "too many concurrent requests, retry later", max(hold.get(), time.Second))
 		}
 	}
-}
-
-// seconds renders a Retry-After: whole seconds, rounded up, at least 1.
-func seconds(d time.Duration) string {
-	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
 }
 
 // ewma is a lock-free exponentially weighted moving average of durations

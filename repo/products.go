@@ -39,6 +39,12 @@ type Freshness struct {
 	Age    time.Duration // since the value was loaded from PostgreSQL
 }
 
+// Hit reports a fresh answer from L1 or Redis.
+func (f Freshness) Hit() bool { return f.Status == cache.Hit }
+
+// Stale reports an answer past its soft expiry, served while it refreshes.
+func (f Freshness) Stale() bool { return f.Status == cache.Stale }
+
 // writeThroughTimeout bounds the cache refresh after a write.
 const writeThroughTimeout = 2 * time.Second
 
