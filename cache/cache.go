@@ -240,6 +240,7 @@ type Cache struct {
 	refreshes chan struct{}   // semaphore of background refreshes
 	direct    chan struct{}   // semaphore of loads made without the lock tier
 	fills     fills           // this instance's waiters, woken by fill signals
+	outage    outageLog       // rate limit of the per-request outage warnings
 	corrupt   sync.Map        // keys whose corrupt value was already logged
 	static    map[string]bool // Config.Static, namespaced; read-only after New
 }

@@ -66,7 +66,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 	if err != nil {
 		// Redis is down or slow: losing the cache must not lose the answer.
 		// Single-flight still holds the database to one load per process.
-		c.log.Warn("cache: redis read failed, loading directly", "key", key, "err", err)
+		c.warnOutage("cache: redis read failed, loading directly", "key", key, "err", err)
 		return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
 			return c.loadCapped(lctx, key, load)
 		})

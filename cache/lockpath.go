@@ -33,7 +33,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			return c.loadHolding(ctx, key, lock, load)
 		case !errors.Is(err, ErrNotObtained):
 			// The lock tier is gone; single-flight still bounds this process.
-			c.log.Warn("cache: lock unavailable, loading without it", "key", key, "err", err)
+			c.warnOutage("cache: lock unavailable, loading without it", "key", key, "err", err)
 			return c.loadCapped(ctx, key, load)
 		}
 		if h := holderOf(err); h != "" && h != holder {
