@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/breaker"
@@ -36,6 +37,8 @@ type Config struct {
 	// by the pool.
 	Breaker breaker.Config
 	Pooler  Pooler // PgBouncer in front (pooler.go); default none
+	// Tracer sees every query (e.g. OpenTelemetry spans); nil: none.
+	Tracer pgx.QueryTracer
 }
 
 func (c Config) withDefaults() Config {
@@ -89,6 +92,9 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * cfg.StatementTimeout).Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["application_name"] = "stampede-guard/" + cfg.Name
 	applyPooler(pc, cfg.Pooler)
+	if cfg.Tracer != nil {
+		pc.ConnConfig.Tracer = cfg.Tracer
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
