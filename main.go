@@ -160,6 +160,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	hot := newHotKeys() // the console's request count and hot keys
+	engine.Use(hot.middleware())
 	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
 	if err != nil {
 		return err
@@ -182,7 +184,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	// ---- Admin: console, state feed, pprof (loopback by default) -------------
 	if cfg.AdminAddr != "off" {
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken}
+		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())
+		defer stopWatch() // before rdb closes
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken,
+			settings: consoleSettings(cfg), hot: hot, recent: recent}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
 			// The default port is taken, most likely by another instance on
