@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -166,12 +167,21 @@ func watchLocks(ctx context.Context, rdb redis.UniversalClient, channel string) 
 				if !ok {
 					return
 				}
-				micros, key, _ := strings.Cut(m.Payload, " ")
-				h.seen(key, micros != "" && micros[0] != '-' && micros != "0", time.Now())
+				key, filled := parseFill(m.Payload)
+				h.seen(key, filled, time.Now())
 			}
 		}
 	}()
 	return h, func() { cancel(); <-done }
+}
+
+// parseFill reads a fill message, "<soft expiry µs> <key>" (cache/signal.go):
+// a holder that stored a value sends its soft expiry, one that let go
+// without a value sends the zero time (a negative number).
+func parseFill(payload string) (key string, filled bool) {
+	micros, key, _ := strings.Cut(payload, " ")
+	n, err := strconv.ParseInt(micros, 10, 64)
+	return key, err == nil && n > 0
 }
 
 // seen records one holder's end: a fill (value stored) or a bare release.
