@@ -32,6 +32,14 @@ type adminState struct {
 	Pools         []poolState                 `json:"pools"`
 	Refused       map[string]int64            `json:"refused"`
 	Locks         []lockHolder                `json:"locks"`
+	// The console's reading aids (console_feed.go): the running settings,
+	// the requests this instance served (against its database queries:
+	// the pools' acquires), the keys requested most and the locks held
+	// on any instance over the last 10 s.
+	Settings    []setting    `json:"settings"`
+	Requests    int64        `json:"requests"`
+	HotKeys     []keyCount   `json:"hot_keys"`
+	RecentLocks []recentLock `json:"recent_locks"`
 }
 
 type poolState struct {
@@ -67,6 +75,9 @@ type admin struct {
 	token string
 	// maxProfile caps pprof's ?seconds= (maxProfileDefault when zero).
 	maxProfile time.Duration
+	settings   []setting    // shown as they are
+	hot        *hotKeys     // nil: no request counts
+	recent     *lockHistory // nil: no lock history
 }
 
 // maxProfileDefault caps a CPU profile or trace: ?seconds=1000 must not
@@ -95,6 +106,13 @@ func (a *admin) state(w http.ResponseWriter, r *http.Request) {
 		BreakerDetail: map[string]breaker.Snapshot{},
 		Refused:       a.metrics.refusals(),
 		Locks:         a.lockHolders(ctx),
+		Settings:      a.settings,
+		HotKeys:       []keyCount{},
+		RecentLocks:   a.recent.recent(20),
+	}
+	if a.hot != nil {
+		st.Requests = a.hot.requests.Load()
+		st.HotKeys = a.hot.top(10)
 	}
 	for name, snapshot := range a.breakers {
 		b := snapshot()

@@ -183,7 +183,11 @@ func startApp(t *testing.T, env map[string]string) (baseURL string, stop func() 
 	return a.waitListening(), a.stop
 }
 
-var testClient = &http.Client{Timeout: 30 * time.Second}
+// openAPI validates every response testClient receives against
+// api/openapi.yaml (openapi_check_test.go).
+var openAPI = newOpenAPICheck(http.DefaultTransport)
+
+var testClient = &http.Client{Timeout: 30 * time.Second, Transport: openAPI}
 
 // send sends one request and returns the response (body already read) and
 // its body. POST and PUT are sent as application/json unless headers name

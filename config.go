@@ -89,6 +89,7 @@ type config struct {
 	StaticKeys           []int64       // never-expiring products (config-like values)
 	StaticTTL            time.Duration // their safety TTL
 	StaticRepair         time.Duration // period of their repair job
+	Tracing              tracingConfig // OTEL_*: OpenTelemetry tracing (tracing.go), off by default
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -149,6 +150,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	} else {
 		c.RedisDB = opt.DB
 	}
+	c.Tracing = readTracing(&p)
 	c.LockWaiter, _ = cache.ParseWaiter(p.oneOf("LOCK_WAITER", "wait", "wait", "fail", "load"))
 	budget := readBudget(&p)
 	c.RequestTimeout, c.AcquireTimeout, c.StmtTimeout = budget.Request, budget.Acquire, budget.Statement

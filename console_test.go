@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,19 +54,46 @@ func TestConsoleChartsReceiveData(t *testing.T) {
 		})
 	}
 
-	cmd := exec.CommandContext(ctx, browser,
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--window-size=1200,900",
-		// Real fetches pause virtual time, so the page gets ~5 real ticks.
-		"--virtual-time-budget=6000", "--dump-dom", adminURL)
-	var stderr bytes.Buffer // chromium logs D-Bus noise; shown only on failure
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
+	chromium := func(out ...string) ([]byte, error) {
+		args := append([]string{
+			"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir=" + t.TempDir(), "--window-size=1280,1100", "--hide-scrollbars",
+			// Real fetches pause virtual time, so the page gets ~5 real ticks.
+			"--virtual-time-budget=6000"}, out...)
+		cmd := exec.CommandContext(ctx, browser, append(args, adminURL)...)
+		var stderr bytes.Buffer // chromium logs D-Bus noise; shown only on failure
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("chromium: %w\n%s", err, stderr.String())
+		}
+		return b, nil
+	}
+	// The DOM to check and a screenshot to look at, of the same stampede.
+	shot := filepath.Join(t.TempDir(), "console.png")
+	var dom []byte
+	var domErr, shotErr error
+	var browsers sync.WaitGroup
+	browsers.Go(func() { dom, domErr = chromium("--dump-dom") })
+	browsers.Go(func() { _, shotErr = chromium("--screenshot=" + shot) })
+	browsers.Wait()
 	cancel()
 	wg.Wait()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	if domErr != nil {
+		t.Fatal(domErr)
+	}
+	if shotErr != nil {
+		t.Fatal(shotErr)
+	}
+	png, err := os.ReadFile(shot)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("no screenshot (%v)", err)
+	}
+	if *consoleShot != "" {
+		if err := os.WriteFile(*consoleShot, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	for _, chart := range []string{"cache", "db", "locks"} {
@@ -77,14 +108,38 @@ func TestConsoleChartsReceiveData(t *testing.T) {
 	if !regexp.MustCompile(`postgres_main</td><td><span class="closed">closed`).MatchString(string(dom)) {
 		t.Errorf("breaker table does not show postgres_main closed; DOM:\n%.2000s", dom)
 	}
+	// What the page says in words: the running mode, the ratio, the keys
+	// of the stampede among the hot keys, and lock holders seen lately
+	// (a lock lives milliseconds: a look at Redis now would show none).
+	table := func(id string) string {
+		_, rest, _ := strings.Cut(string(dom), `<table id="`+id+`">`)
+		rows, _, _ := strings.Cut(rest, "</table>")
+		return rows
+	}
+	for what, c := range map[string]struct{ in, re string }{
+		"mode":           {string(dom), `<span id="mode"[^>]*>CACHE_MODE=swr</span>`},
+		"ratio":          {string(dom), `<span id="saved">(1 query per [0-9.]+ requests|no query for [0-9]+ requests)</span>`},
+		"hot keys":       {table("hot"), `<td>product 3[1-5]</td><td>[1-9][0-9]*</td>`},
+		"recent holders": {table("recent"), `<td>[^<]*product:v1:\{3[1-5]\}</td><td>[0-9]+</td>`},
+		"settings":       {string(dom), `LOCK_WAIT=<b>[0-9]`},
+	} {
+		if !regexp.MustCompile(c.re).MatchString(c.in) {
+			re := c.re
+			t.Errorf("console does not show the %s (want %s); DOM:\n%.3000s", what, re, dom)
+		}
+	}
 }
 
-// chartData reads the data-points and data-total attributes of a canvas.
+// consoleShot: where TestConsoleChartsReceiveData saves its screenshot
+// (go test -run TestConsoleChartsReceiveData -args -console.screenshot=$PWD/docs/console.png).
+var consoleShot = flag.String("console.screenshot", "", "save the console test's screenshot to this PNG file")
+
+// chartData reads the data-points and data-total attributes of a chart.
 func chartData(t *testing.T, dom, id string) (int, float64) {
 	t.Helper()
-	m := regexp.MustCompile(`<canvas id="` + id + `"[^>]*>`).FindString(dom)
+	m := regexp.MustCompile(`<div id="` + id + `"[^>]*>`).FindString(dom)
 	if m == "" {
-		t.Fatalf("no canvas %q in the DOM", id)
+		t.Fatalf("no chart %q in the DOM", id)
 	}
 	attr := func(name string) string {
 		sub := regexp.MustCompile(name + `="([^"]*)"`).FindStringSubmatch(m)

@@ -26,11 +26,14 @@ func TestConsoleEscapesEveryValue(t *testing.T) {
 		return fmt.Sprintf(`<img src=x onerror="document.body.dataset.pwned='%s'">`, where)
 	}
 	st := adminState{
-		TimeMillis: time.Now().UnixMilli(),
-		Breakers:   map[string]string{payload("breaker-name"): payload("breaker-state")},
-		Pools:      []poolState{{Name: payload("pool")}},
-		Refused:    map[string]int64{payload("refused") + "/x": 1},
-		Locks:      []lockHolder{{Key: "lock:" + payload("lock"), TTLMs: 1000}},
+		TimeMillis:  time.Now().UnixMilli(),
+		Breakers:    map[string]string{payload("breaker-name"): payload("breaker-state")},
+		Pools:       []poolState{{Name: payload("pool")}},
+		Refused:     map[string]int64{payload("refused") + "/x": 1},
+		Locks:       []lockHolder{{Key: "lock:" + payload("lock"), TTLMs: 1000}},
+		Settings:    []setting{{Name: payload("setting-name"), Value: payload("setting")}, {Name: "CACHE_MODE", Value: payload("mode")}},
+		HotKeys:     []keyCount{{Key: payload("hot"), Count: 1}},
+		RecentLocks: []recentLock{{Key: payload("recent"), Fills: 1}},
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /", console.Handler())
@@ -57,7 +60,7 @@ func TestConsoleEscapesEveryValue(t *testing.T) {
 	if i := strings.Index(page, "data-pwned"); i >= 0 {
 		t.Errorf("a value ran as HTML: %s", page[max(0, i-200):min(len(page), i+200)])
 	}
-	for _, where := range []string{"lock", "breaker-name", "pool"} {
+	for _, where := range []string{"lock", "breaker-name", "pool", "setting-name", "setting", "mode", "hot", "recent"} {
 		if !strings.Contains(page, "&lt;img src=x onerror=\"document.body.dataset.pwned='"+where+"'\"&gt;") {
 			t.Errorf("the %s value is not shown as text", where)
 		}

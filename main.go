@@ -47,6 +47,19 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if cfg.BreakerOpenOld {
 		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
 	}
+	// Tracing first, so its deferred shutdown runs last and flushes the
+	// spans of everything closed before it.
+	tr, err := newTracing(ctx, cfg.Tracing)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tr.shutdown(ctx); err != nil {
+			log.Warn("tracing: flush at shutdown failed", "err", err)
+		}
+	}()
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	// Bind first: a busy port fails in milliseconds, not after the
@@ -58,7 +71,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer ln.Close() // no-op once Serve has taken it; frees it on early errors
 
 	// ---- Database: two pools, so reports can never starve checkout ----------
-	mainPool, err := db.Open(ctx, poolConfig(cfg, "main", cfg.MainMaxConns, log))
+	mainPool, err := db.Open(ctx, tracedPool(poolConfig(cfg, "main", cfg.MainMaxConns, log), tr))
 	if err != nil {
 		return err
 	}
@@ -74,7 +87,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			return err
 		}
 	}
-	reportsPool, err := db.Open(ctx, poolConfig(cfg, "reports", cfg.ReportsMaxConns, log))
+	reportsPool, err := db.Open(ctx, tracedPool(poolConfig(cfg, "reports", cfg.ReportsMaxConns, log), tr))
 	if err != nil {
 		return err
 	}
@@ -86,6 +99,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	defer rdb.Close()
+	if err := tr.instrumentRedis(rdb); err != nil {
+		return err
+	}
 	redisBreaker := cache.NewBreaker(rdb, breakerConfig(cfg, log)) // hooks itself into rdb
 	defer redisBreaker.Close()                                     // before rdb.Close: it probes through rdb
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -109,7 +125,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
-		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL,
+		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL, TracerProvider: tr.provider(),
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
@@ -140,10 +156,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return out
 	})
 	m := newMetrics(c, pools, breakers)
-	engine, err := newEngine(cfg, m, log)
+	engine, err := newEngine(cfg, m, tr.middleware(cfg.Tracing.ServiceName), log)
 	if err != nil {
 		return err
 	}
+	hot := newHotKeys() // the console's request count and hot keys
+	engine.Use(hot.middleware())
 	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
 	if err != nil {
 		return err
@@ -166,7 +184,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	// ---- Admin: console, state feed, pprof (loopback by default) -------------
 	if cfg.AdminAddr != "off" {
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken}
+		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())
+		defer stopWatch() // before rdb closes
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken,
+			settings: consoleSettings(cfg), hot: hot, recent: recent}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
 			// The default port is taken, most likely by another instance on

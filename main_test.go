@@ -25,5 +25,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(rediscluster.Main(m).Run())
+	code := rediscluster.Main(m).Run()
+	if msg := openAPI.report(); msg != "" {
+		fmt.Fprintln(os.Stderr, "FAIL:", msg)
+		code = 1
+	} else if testing.Verbose() {
+		fmt.Println(openAPI.summary())
+	}
+	os.Exit(code)
 }

@@ -22,9 +22,10 @@ import (
 )
 
 // newEngine builds gin with the request-wide middleware in its explicit
-// order: recovery → request id + access log → deadline. The API routes add
+// order: trace span (when tracing is on) → recovery → request id + access
+// log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
-func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
+func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log *slog.Logger) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Before anything reads ClientIP: with no trusted proxies (the default)
@@ -36,6 +37,9 @@ func newEngine(cfg config, m *metrics, log *slog.Logger) (*gin.Engine, error) {
 	// X-Real-IP, which a proxy that only appends X-Forwarded-For passes on
 	// from the client untouched.
 	engine.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	if trace != nil { // the request's span encloses everything after it
+		engine.Use(trace)
+	}
 	engine.Use(
 		middleware.Recover(log),
 		middleware.RequestLog(log),

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -154,6 +155,9 @@ type Config struct {
 	Static []string
 	// StaticTTL is the safety TTL of a static key; default 24 hours.
 	StaticTTL time.Duration
+	// TracerProvider traces each Fetch and its lock wait, load and fenced
+	// write (trace.go); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -229,6 +233,7 @@ type Cache struct {
 	tracker *tracker // nil unless L1 is invalidated by CLIENT TRACKING
 	group   singleflight.Group
 	stats   Stats
+	tracer  trace.Tracer
 
 	// life ends on Close; background refreshes and shared loads derive from
 	// it so shutdown stops them.
@@ -261,6 +266,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		refreshes: make(chan struct{}, cfg.MaxRefreshes),
 		direct:    make(chan struct{}, cfg.MaxDirectLoads),
 		static:    make(map[string]bool, len(cfg.Static)),
+		tracer:    newTracer(cfg.TracerProvider),
 	}
 	for _, k := range cfg.Static {
 		c.static[c.named(k)] = true

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Status says where a Fetch's answer came from.
@@ -46,6 +48,13 @@ type Result struct {
 // loads a cold or expiring key causes depends on the Mode; see the package
 // documentation.
 func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, error) {
+	ctx, span := c.tracer.Start(ctx, spanFetch, trace.WithAttributes(attrKey.String(key), attrShared.Bool(false)))
+	r, err := c.fetch(ctx, key, load)
+	endFetch(span, r, err)
+	return r, err
+}
+
+func (c *Cache) fetch(ctx context.Context, key string, load LoadFunc) (Result, error) {
 	key = c.named(key)
 	now := c.now()
 	if e, ok := c.l1.get(key, now); ok {
@@ -159,6 +168,7 @@ func (c *Cache) flightFor(ctx context.Context, key string, limit time.Duration, 
 	case r := <-ch:
 		if r.Shared && !ranIt {
 			c.stats.shared.Add(1)
+			markShared(ctx)
 		}
 		if r.Err != nil {
 			return Result{}, r.Err
@@ -202,6 +212,8 @@ func (c *Cache) loadCapped(ctx context.Context, key string, load LoadFunc) (Entr
 // than ErrAbsent comes back as is.
 func (c *Cache) runLoad(ctx context.Context, key string, load LoadFunc) (Entry, time.Duration, error) {
 	c.stats.loads.Add(1)
+	ctx, span := c.tracer.Start(ctx, spanLoad)
+	defer span.End()
 	start := time.Now()
 	v, err := load(ctx)
 	delta := time.Since(start)

@@ -26,13 +26,19 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 	holder := ""
 	woken, stop := c.fills.watch(key) // before the first read that may miss
 	defer stop()
+	// The wait's own calls (lock attempts, polls) nest under its span; the
+	// load and the write are its siblings under the Fetch.
+	wctx, wait := c.startWait(ctx)
+	defer wait.end("cancelled")
 	for {
-		lock, err := c.obtain(ctx, key)
+		lock, err := c.obtain(wctx, key)
 		switch {
 		case err == nil:
+			wait.end("acquired")
 			return c.loadHolding(ctx, key, lock, load)
 		case !errors.Is(err, ErrNotObtained):
 			// The lock tier is gone; single-flight still bounds this process.
+			wait.end("unavailable")
 			c.warnOutage("cache: lock unavailable, loading without it", "key", key, "err", err)
 			return c.loadCapped(ctx, key, load)
 		}
@@ -46,7 +52,9 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			holder = h
 		}
 
-		if e, ok := c.readFilled(ctx, key); ok {
+		if e, ok := c.readFilled(wctx, key); ok {
+			wait.end("filled")
+			markShared(ctx)
 			return e, nil
 		}
 		if c.cfg.Waiter == WaiterFail {
@@ -58,6 +66,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		left := deadline.Sub(c.now())
 		if left <= 0 {
 			c.stats.lockTimeouts.Add(1)
+			wait.end("timeout")
 			if c.cfg.Waiter == WaiterLoad {
 				// Last resort: the holder is dead or slow. One query per
 				// instance (single-flight, direct-load cap), not an error.
@@ -80,11 +89,15 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			// otherwise make every instance lock, double-check, unlock).
 			t.Stop()
 			c.stats.signalWakeups.Add(1)
-			if e, ok := c.readFilled(ctx, key); ok {
+			wait.woken = true
+			if e, ok := c.readFilled(wctx, key); ok {
+				wait.end("filled")
+				markShared(ctx)
 				return e, nil
 			}
 			continue
 		case <-t.C:
+			wait.polls++
 		}
 		backoff = min(2*backoff, pollCap)
 	}
@@ -114,6 +127,7 @@ func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load Lo
 	// miss and our lock.
 	mark := c.l1.mark()
 	if e, found, err := c.read(ctx, key); err == nil && found && c.now().Before(e.SoftExpiry) {
+		markShared(ctx) // another holder's load, found on the double-check
 		c.release(key, lock)
 		c.l1.fill(key, e, c.now(), mark)
 		return e, nil
@@ -140,7 +154,11 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 	// freeing the waiters, deserves a short deadline of its own.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	switch err := lock.SetAndRelease(sctx, key, b, ttl); {
+	sctx, write := c.tracer.Start(sctx, spanWrite)
+	defer write.End()
+	err = lock.SetAndRelease(sctx, key, b, ttl)
+	write.SetAttributes(attrFenced.String(writeOutcome(err)))
+	switch {
 	case errors.Is(err, ErrLockNotHeld):
 		// Our lock expired mid-load and someone else may hold it now: their
 		// value wins. Ours is still a correct answer for our own callers.

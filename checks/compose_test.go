@@ -448,3 +448,55 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("final stage does not COPY --from=%s (the build stage needs an AS name)", build.name)
 	}
 }
+
+// loadComposeWith is loadCompose with a host environment for interpolation.
+func loadComposeWith(t *testing.T, env map[string]string, profiles ...string) *types.Project {
+	t.Helper()
+	wd := repoRoot(t)
+	details := types.ConfigDetails{
+		WorkingDir:  wd,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(wd, "docker-compose.yml")}},
+		Environment: types.Mapping(env),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	project, err := loader.LoadWithContext(ctx, details, func(o *loader.Options) { o.Profiles = profiles })
+	if err != nil {
+		t.Fatalf("load docker-compose.yml: %v", err)
+	}
+	return project
+}
+
+// TestComposeTracingProfile: Jaeger starts only with the tracing profile,
+// takes OTLP/HTTP on 4318, shows its UI on the host's loopback only; the
+// app sends it traces when OTEL_EXPORTER_OTLP_ENDPOINT names it and has
+// tracing off otherwise.
+func TestComposeTracingProfile(t *testing.T) {
+	plain := loadCompose(t)
+	if _, err := plain.GetService("jaeger"); err == nil {
+		t.Error("jaeger starts without the tracing profile")
+	}
+	if got := composeEnvMap(composeService(t, plain, "app").Environment)["OTEL_EXPORTER_OTLP_ENDPOINT"]; got != "" {
+		t.Errorf("app OTEL_EXPORTER_OTLP_ENDPOINT=%q by default, want empty (tracing off)", got)
+	}
+
+	p := loadComposeWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, "tracing")
+	jaeger := composeService(t, p, "jaeger")
+	if !slices.Contains(jaeger.Profiles, "tracing") || !strings.Contains(jaeger.Image, "jaeger") {
+		t.Errorf("jaeger: profiles %v image %q, want a Jaeger image in the tracing profile", jaeger.Profiles, jaeger.Image)
+	}
+	ports := map[uint32]bool{}
+	for _, port := range jaeger.Ports {
+		ports[port.Target] = true
+		if port.Published != "" && port.HostIP != "127.0.0.1" {
+			t.Errorf("jaeger publishes %d on %q, want 127.0.0.1", port.Target, port.HostIP)
+		}
+	}
+	if !ports[16686] || !ports[4318] {
+		t.Errorf("jaeger ports %v: want the UI (16686) and OTLP/HTTP (4318)", jaeger.Ports)
+	}
+	endpoint := composeEnvMap(composeService(t, p, "app").Environment)["OTEL_EXPORTER_OTLP_ENDPOINT"]
+	if u, err := url.Parse(endpoint); err != nil || u.Hostname() != "jaeger" || u.Port() != "4318" {
+		t.Errorf("app OTEL_EXPORTER_OTLP_ENDPOINT=%q with the tracing profile, want http://jaeger:4318", endpoint)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/breaker"
@@ -43,6 +44,8 @@ type Config struct {
 	// wait does not fit its share of its remaining deadline (admission.go).
 	// Off, only WithMaxWaiting's cap refuses.
 	AdmitByDeadline bool
+	// Tracer sees every query (e.g. OpenTelemetry spans); nil: none.
+	Tracer pgx.QueryTracer
 }
 
 func (c Config) withDefaults() Config {
@@ -97,6 +100,9 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * cfg.StatementTimeout).Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["application_name"] = "stampede-guard/" + cfg.Name
 	applyPooler(pc, cfg.Pooler)
+	if cfg.Tracer != nil {
+		pc.ConnConfig.Tracer = cfg.Tracer
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
