@@ -39,6 +39,9 @@ type timeBudget struct {
 	// request if shorter, so the handler keeps time to answer.
 	Body time.Duration
 	set  map[string]bool
+	// requestCappedBy names the set value that lowered an unset
+	// REQUEST_TIMEOUT, so an error can say why it is short.
+	requestCappedBy string
 }
 
 // Load is the deadline of one shared load, counted from the moment it holds
@@ -77,20 +80,29 @@ func (b *timeBudget) derive() {
 		if b.LockWait > 0 {
 			r = max(r, share(b.LockWait, 1/shareLockWait))
 		}
-		if b.Write > 0 {
-			r = min(r, share(b.Write, 1/shareWrite))
+		if b.Write > 0 && share(b.Write, 1/shareWrite) < r {
+			r = share(b.Write, 1/shareWrite)
+			b.requestCappedBy = "HTTP_WRITE_TIMEOUT"
 		}
 		b.Request = r
 	}
 	r := b.Request
+	// Shrink a derived value to fit a set neighbour, never to nothing: if
+	// nothing fits, the rule between the set values says so in check.
+	fit := func(want, room time.Duration) time.Duration {
+		if room > 0 {
+			return min(want, room)
+		}
+		return want
+	}
 	if b.Acquire == 0 {
 		b.Acquire = share(r, shareAcquire)
 		if b.Statement > 0 {
-			b.Acquire = min(b.Acquire, r-b.Statement)
+			b.Acquire = fit(b.Acquire, r-b.Statement)
 		}
 	}
 	if b.Statement == 0 {
-		b.Statement = min(share(r, shareStatement), r-b.Acquire)
+		b.Statement = fit(share(r, shareStatement), r-b.Acquire)
 		if b.LockTTL > 0 {
 			b.Statement = min(b.Statement, share(b.LockTTL, 0.75))
 		}
@@ -111,8 +123,11 @@ func (b *timeBudget) derive() {
 
 // origin says where a value came from, for error messages.
 func (b timeBudget) origin(name string) string {
-	if b.set[name] {
+	switch {
+	case b.set[name]:
 		return "set"
+	case name == "REQUEST_TIMEOUT" && b.requestCappedBy != "":
+		return "derived, capped by " + b.requestCappedBy
 	}
 	return "derived"
 }
@@ -130,8 +145,6 @@ func (b timeBudget) check() []error {
 		what, hint string
 	}
 	rules := []rule{
-		{b.Acquire > 0 && b.Statement > 0, "DB_ACQUIRE_TIMEOUT", b.Acquire, "DB_STATEMENT_TIMEOUT", b.Statement,
-			"both must be positive", "set both, or leave one unset"},
 		{b.Statement < b.LockTTL, "DB_STATEMENT_TIMEOUT", b.Statement, "LOCK_TTL", b.LockTTL,
 			"must be shorter than", "a query must not outlive its lock"},
 		{b.Load() <= b.Request, "DB_ACQUIRE_TIMEOUT + DB_STATEMENT_TIMEOUT", b.Load(), "REQUEST_TIMEOUT", b.Request,
@@ -147,7 +160,7 @@ func (b timeBudget) check() []error {
 	for _, r := range rules {
 		if !r.ok {
 			errs = append(errs, fmt.Errorf("config: %s=%s (%s) %s %s=%s (%s): %s; change one of them",
-				r.inner, r.innerVal, b.originOf(r.inner), r.what, r.outer, r.outerVal, b.origin(r.outer), r.hint))
+				r.inner, r.innerVal.Round(time.Millisecond), b.originOf(r.inner), r.what, r.outer, r.outerVal.Round(time.Millisecond), b.origin(r.outer), r.hint))
 		}
 	}
 	return errs

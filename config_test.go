@@ -42,6 +42,7 @@ var configErrorCases = []struct {
 	{"statement outlives lock", map[string]string{"DB_STATEMENT_TIMEOUT": "10s", "LOCK_TTL": "5s"}, "DB_STATEMENT_TIMEOUT", ""},
 	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s", "DB_STATEMENT_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms"}, "REQUEST_TIMEOUT", ""},
 	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s", "REQUEST_TIMEOUT": "5s"}, "LOCK_WAIT", ""},
+	{"statement beyond what the write timeout allows", map[string]string{"DB_STATEMENT_TIMEOUT": "8s", "HTTP_WRITE_TIMEOUT": "5s"}, "capped by HTTP_WRITE_TIMEOUT", ""},
 	{"write timeout inside request", map[string]string{"REQUEST_TIMEOUT": "10s", "HTTP_WRITE_TIMEOUT": "10s"}, "HTTP_WRITE_TIMEOUT", ""},
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m", "CACHE_TTL": "10m"}, "CACHE_SOFT_TTL", ""},
 	{"namespace breaks a hash tag", map[string]string{"CACHE_NAMESPACE": "a{b}"}, "CACHE_NAMESPACE", "a{b}"},
