@@ -20,7 +20,9 @@ func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err err
 		// A copy expired (its TTL is jittered shorter), was evicted, or its
 		// write failed: the entry itself decides, never the database.
 		c.stats.copyMisses.Add(1)
-		b, err = c.rdb.Get(ctx, key).Bytes()
+		if b, err = c.rdb.Get(ctx, key).Bytes(); err == nil && c.cfg.Hot != nil {
+			c.respread(key) // just promoted (or a copy lost): make them
+		}
 	}
 	if errors.Is(err, redis.Nil) {
 		return Entry{}, false, nil
@@ -120,7 +122,13 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 // Invalidate replaced it meanwhile (their own copies may have landed before
 // ours), the copies just written are deleted, and reads fall back to the
 // entry instead of serving the older value until the copies' TTL.
+//
+// A key that is not hot (Config.Hot) gets no copies: its old ones go.
 func (c *Cache) writeCopies(ctx context.Context, key string, b []byte, ttl time.Duration) {
+	if !c.hotCopies(key) {
+		c.dropCopies(ctx, key)
+		return
+	}
 	keys := c.copyKeys(key)
 	if len(keys) == 0 {
 		return
