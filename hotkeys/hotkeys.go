@@ -146,7 +146,7 @@ func (d *Detector) Observe(key string) {
 func (d *Detector) Hot(key string) bool { return (*d.hot.Load())[key] }
 
 // Top returns the last complete window's heaviest keys, the hot ones
-// first, then by rate; at most Top of them, plus the pinned keys.
+// first, each group by rate; at most Config.Top of them.
 func (d *Detector) Top() []Rate {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -195,15 +195,14 @@ func (d *Detector) rotate() {
 	d.publish()
 }
 
-// topRates lists the pinned keys, the hot keys and then the heaviest other
-// candidates, each with its last window's rate, at most Top besides the
-// pinned ones: bounded, so it can label metrics.
+// topRates lists the hot keys (pinned or promoted) and then the heaviest
+// other candidates, each by its last window's rate, at most Top in all:
+// bounded, so it can label metrics.
 func (d *Detector) topRates(rates map[string]float64) []Rate {
-	var out []Rate
-	for k := range d.pinned {
-		out = append(out, Rate{Key: k, PerSecond: rates[k], Hot: true, Pinned: true})
-	}
 	var hot, rest []Rate
+	for k := range d.pinned {
+		hot = append(hot, Rate{Key: k, PerSecond: rates[k], Hot: true, Pinned: true})
+	}
 	for k := range d.scores {
 		if !d.pinned[k] {
 			hot = append(hot, Rate{Key: k, PerSecond: rates[k], Hot: true})
@@ -214,7 +213,7 @@ func (d *Detector) topRates(rates map[string]float64) []Rate {
 			rest = append(rest, Rate{Key: k, PerSecond: r})
 		}
 	}
-	for _, s := range [][]Rate{out, hot, rest} {
+	for _, s := range [][]Rate{hot, rest} {
 		sort.Slice(s, func(i, j int) bool {
 			if s[i].PerSecond != s[j].PerSecond {
 				return s[i].PerSecond > s[j].PerSecond
@@ -222,9 +221,12 @@ func (d *Detector) topRates(rates map[string]float64) []Rate {
 			return s[i].Key < s[j].Key
 		})
 	}
-	others := append(hot, rest...)
-	return append(out, others[:min(len(others), d.cfg.Top)]...)
+	all := append(hot, rest...)
+	return all[:min(len(all), d.cfg.Top)]
 }
+
+// HotCount is how many keys are hot now, pinned ones included.
+func (d *Detector) HotCount() int { return len(*d.hot.Load()) }
 
 // publish swaps in the hot set that Hot reads.
 func (d *Detector) publish() {

@@ -146,8 +146,11 @@ func TestPinnedAndSampled(t *testing.T) {
 		t.Error("1000/s sampled 1 in 10: got not hot, want hot")
 	}
 	top := d.Top()
-	if len(top) < 2 || top[0].Key != "manual" || !top[0].Pinned || top[1].Key != "busy" || top[1].PerSecond < 500 {
-		t.Errorf("Top(): got %+v, want manual (pinned) then busy near 1000/s", top)
+	if len(top) < 2 || top[0].Key != "busy" || top[0].PerSecond < 500 || top[1].Key != "manual" || !top[1].Pinned {
+		t.Errorf("Top(): got %+v, want busy near 1000/s, then manual (pinned, unread)", top)
+	}
+	if n := d.HotCount(); n != 2 {
+		t.Errorf("HotCount(): got %d, want 2", n)
 	}
 }
 
