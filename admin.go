@@ -19,6 +19,7 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/console"
 	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/hotkeys"
 )
 
 // adminState is what the console polls once a second: counters (the page
@@ -32,6 +33,8 @@ type adminState struct {
 	Pools         []poolState                 `json:"pools"`
 	Refused       map[string]int64            `json:"refused"`
 	Locks         []lockHolder                `json:"locks"`
+	// HotKeys are the heaviest keys of the last detection window.
+	HotKeys []hotkeys.Rate `json:"hot_keys"`
 }
 
 type poolState struct {
@@ -65,6 +68,7 @@ type admin struct {
 	// token (ADMIN_TOKEN), when set, is required on every request; when
 	// empty, only requests naming a loopback Host are served (see guard).
 	token string
+	hot   *hotkeys.Detector // nil with HOT_KEY_DETECT=false
 	// maxProfile caps pprof's ?seconds= (maxProfileDefault when zero).
 	maxProfile time.Duration
 }
@@ -95,6 +99,7 @@ func (a *admin) state(w http.ResponseWriter, r *http.Request) {
 		BreakerDetail: map[string]breaker.Snapshot{},
 		Refused:       a.metrics.refusals(),
 		Locks:         a.lockHolders(ctx),
+		HotKeys:       hotKeyRates(a.hot),
 	}
 	for name, snapshot := range a.breakers {
 		b := snapshot()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/console"
+	"github.com/stampede-guard/api/hotkeys"
 )
 
 // TestConsoleEscapesEveryValue: every value the console shows comes from
@@ -31,6 +32,7 @@ func TestConsoleEscapesEveryValue(t *testing.T) {
 		Pools:      []poolState{{Name: payload("pool")}},
 		Refused:    map[string]int64{payload("refused") + "/x": 1},
 		Locks:      []lockHolder{{Key: "lock:" + payload("lock"), TTLMs: 1000}},
+		HotKeys:    []hotkeys.Rate{{Key: payload("hot-key"), PerSecond: 120, Hot: true}},
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /", console.Handler())
@@ -57,7 +59,7 @@ func TestConsoleEscapesEveryValue(t *testing.T) {
 	if i := strings.Index(page, "data-pwned"); i >= 0 {
 		t.Errorf("a value ran as HTML: %s", page[max(0, i-200):min(len(page), i+200)])
 	}
-	for _, where := range []string{"lock", "breaker-name", "pool"} {
+	for _, where := range []string{"lock", "breaker-name", "pool", "hot-key"} {
 		if !strings.Contains(page, "&lt;img src=x onerror=\"document.body.dataset.pwned='"+where+"'\"&gt;") {
 			t.Errorf("the %s value is not shown as text", where)
 		}

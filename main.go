@@ -103,6 +103,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
 			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
 	}
+	hot := newHotKeys(cfg) // nil with HOT_KEY_DETECT=false
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
 		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
@@ -110,9 +111,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
 		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL,
+		Hot: hotSet(hot), HotL1TTL: cfg.HotKey.L1TTL,
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
+	if hot != nil {
+		products.CountReads(hot)
+	}
 	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
 		if err := products.FilterUnknownIDs(ctx, float64(cfg.UnknownIDLookups)); err != nil {
 			log.Warn("unknown-id filter: loaded later", "err", err)
@@ -140,6 +145,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return out
 	})
 	m := newMetrics(c, pools, breakers)
+	m.reg.MustRegister(hotKeysCollector{hot})
 	engine, err := newEngine(cfg, m, log)
 	if err != nil {
 		return err
@@ -166,7 +172,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	// ---- Admin: console, state feed, pprof (loopback by default) -------------
 	if cfg.AdminAddr != "off" {
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken}
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken, hot: hot}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
 			// The default port is taken, most likely by another instance on
