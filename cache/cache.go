@@ -122,6 +122,12 @@ type Config struct {
 	// HotL1TTL is the L1 TTL of a hot key (default L1TTL). Keep it below
 	// SoftTTL, like L1TTL: L1 serves soft-expired values only as stale.
 	HotL1TTL time.Duration
+	// ReplicaReads, when set, serves the reads of hot-key copies: a
+	// Cluster client with ReadOnly and RouteRandomly, so a copy's GET may
+	// land on any node of its slot, replicas included. Nothing else uses
+	// it: the entry, locks, the lock path's double-check and every write
+	// stay on masters. Nil: every read goes to masters.
+	ReplicaReads redis.UniversalClient
 	// Namespace prefixes every Redis key and channel this cache uses
 	// (entries, copies, locks, job markers, the invalidation channel and
 	// tracking prefixes), so two apps can share one Redis server. A

@@ -83,3 +83,17 @@ func (c *Cache) respread(key string) {
 		return nil, nil
 	})
 }
+
+// get reads rk; a copy's read goes to Config.ReplicaReads when set, and
+// back to the master if that client fails (a replica down or lagging past
+// its timeout must not turn a hit into a load).
+func (c *Cache) get(ctx context.Context, rk string, isCopy bool) ([]byte, error) {
+	if isCopy && c.cfg.ReplicaReads != nil {
+		b, err := c.cfg.ReplicaReads.Get(ctx, rk).Bytes()
+		if err == nil || errors.Is(err, redis.Nil) {
+			return b, err
+		}
+		c.log.Debug("cache: replica read failed, reading the master", "key", rk, "err", err)
+	}
+	return c.rdb.Get(ctx, rk).Bytes()
+}

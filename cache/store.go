@@ -14,8 +14,19 @@ import (
 // read fetches and decodes key from Redis. ok is false on a miss; a corrupt
 // or foreign value is a miss too, logged once per key until it is replaced.
 func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err error) {
-	rk := c.readKey(key)
-	b, err := c.rdb.Get(ctx, rk).Bytes()
+	return c.readAs(ctx, key, c.readKey(key))
+}
+
+// readEntry reads key's entry itself, from its master: never a copy, never
+// a replica. The lock path's double-check uses it, where a copy lagging
+// behind the entry would cost a second load of a value already stored.
+func (c *Cache) readEntry(ctx context.Context, key string) (e Entry, ok bool, err error) {
+	return c.readAs(ctx, key, key)
+}
+
+// readAs reads key through rk, key itself or one of its copies.
+func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, err error) {
+	b, err := c.get(ctx, rk, rk != key)
 	if errors.Is(err, redis.Nil) && rk != key {
 		// A copy expired (its TTL is jittered shorter), was evicted, or its
 		// write failed: the entry itself decides, never the database.
