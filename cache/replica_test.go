@@ -2,9 +2,9 @@ package cache_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
-	"strconv"
 	"testing"
 	"time"
 
