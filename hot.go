@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/hotkeys"
 	"github.com/stampede-guard/api/repo"
@@ -19,6 +22,9 @@ type hotKeySettings struct {
 	Threshold float64       // HOT_KEY_THRESHOLD, reads per second per instance
 	Top       int           // HOT_KEY_TOP, the most keys hot at once
 	L1TTL     time.Duration // HOT_KEY_L1_TTL, L1 TTL of a hot key
+	// ReplicaReads (REDIS_REPLICA_READS) lets replicas serve the reads of
+	// hot-key copies; only with REDIS_CLUSTER_ADDRS.
+	ReplicaReads bool
 }
 
 // readHotKeys reads the HOT_KEY_* settings. HOT_KEY_L1_TTL defaults to four
@@ -35,6 +41,10 @@ func readHotKeys(p *envParser, ttls cacheTTLs) hotKeySettings {
 		def = max(ttls.L1, min(4*ttls.L1, ttls.Soft/2))
 	}
 	h.L1TTL = p.durationOrZero("HOT_KEY_L1_TTL", def)
+	h.ReplicaReads = p.boolean("REDIS_REPLICA_READS", false)
+	if h.ReplicaReads && !p.set("REDIS_CLUSTER_ADDRS") {
+		p.fail("REDIS_REPLICA_READS", p.getenv("REDIS_REPLICA_READS"), "needs REDIS_CLUSTER_ADDRS: only a Redis Cluster's replicas are found and routed to")
+	}
 	switch v := p.getenv("HOT_KEY_L1_TTL"); {
 	case !p.set("HOT_KEY_L1_TTL"):
 	case h.L1TTL >= ttls.Soft:
@@ -71,6 +81,60 @@ func hotKeyRates(d *hotkeys.Detector) []hotkeys.Rate {
 		return []hotkeys.Rate{}
 	}
 	return d.Top()
+}
+
+// newReplicaReads is the client of hot-key copy reads with
+// REDIS_REPLICA_READS: the cluster client's options plus ReadOnly and
+// RouteRandomly, so a copy's GET goes to any node of its slot, master or
+// replica. Only copies are read through it (cache.Config.ReplicaReads):
+// the entry, locks and the lock path's double-check stay on masters, where
+// replication lag cannot reach them. Not RouteByLatency: it sends every
+// read to the one closest node, which piles a hot key back onto one
+// server, and before go-redis v9.5.4 it could pick a node outside the
+// slot (MOVED storms, go-redis issue #3023). While the Redis breaker is
+// open the client refuses at once, as the main one does, instead of
+// dialling replicas of a Redis that is down. Nil unless enabled.
+func newReplicaReads(cfg config, rdb redis.UniversalClient, b *cache.Breaker) *redis.ClusterClient {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !cfg.HotKey.ReplicaReads || !ok {
+		return nil
+	}
+	opt := *cc.Options()
+	opt.ReadOnly, opt.RouteRandomly, opt.RouteByLatency = true, true, false
+	rc := redis.NewClusterClient(&opt)
+	rc.AddHook(cache.ReloadOnOutage(rc))
+	rc.AddHook(openGate{b})
+	return rc
+}
+
+// replicaReads is newReplicaReads' client as the cache takes it: a nil
+// *ClusterClient in the interface would not be nil.
+func replicaReads(rc *redis.ClusterClient) redis.UniversalClient {
+	if rc == nil {
+		return nil
+	}
+	return rc
+}
+
+// openGate refuses commands while the Redis breaker is open, without
+// counting their outcomes: a replica's own failures must not open the
+// breaker of every Redis call (the cache falls back to the master).
+type openGate struct{ b *cache.Breaker }
+
+func (g openGate) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g openGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if g.b.State() == breaker.Open {
+			cmd.SetErr(cache.ErrRedisDown)
+			return cache.ErrRedisDown
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (g openGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next // the cache pipelines nothing through this client
 }
 
 var (

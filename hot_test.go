@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
@@ -31,6 +33,8 @@ func TestHotKeyConfig(t *testing.T) {
 		{"threshold not a number", map[string]string{"HOT_KEY_THRESHOLD": "lots"}, 0, "HOT_KEY_THRESHOLD"},
 		{"top not positive", map[string]string{"HOT_KEY_TOP": "0"}, 0, "HOT_KEY_TOP"},
 		{"detect not a bool", map[string]string{"HOT_KEY_DETECT": "perhaps"}, 0, "HOT_KEY_DETECT"},
+		{"replica reads without a cluster", map[string]string{"REDIS_REPLICA_READS": "true"}, 0, "REDIS_REPLICA_READS"},
+		{"replica reads on a cluster", map[string]string{"REDIS_REPLICA_READS": "true", "REDIS_CLUSTER_ADDRS": "127.0.0.1:7101"}, 4 * time.Second, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,5 +126,34 @@ func TestHotKeyDetectedEndToEnd(t *testing.T) {
 	}
 	if n := len(rdb.Keys(context.Background(), nsKey(env, "product:v1:{8#*}")).Val()); n != 0 {
 		t.Errorf("copies of the cold key: got %d, want 0", n)
+	}
+}
+
+// TestReplicaReadsClient: REDIS_REPLICA_READS builds a second cluster
+// client that may read from replicas, picked at random (not by latency,
+// go-redis issue #3023); none without the setting or on one server.
+func TestReplicaReadsClient(t *testing.T) {
+	t.Parallel()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = cc.Close() })
+	on := config{RedisClusterAddrs: []string{"127.0.0.1:1"}, HotKey: hotKeySettings{ReplicaReads: true}}
+	rc := newReplicaReads(on, cc, nil)
+	if rc == nil {
+		t.Fatal("REDIS_REPLICA_READS on a cluster: got no client")
+	}
+	t.Cleanup(func() { _ = rc.Close() })
+	if o := rc.Options(); !o.ReadOnly || !o.RouteRandomly || o.RouteByLatency {
+		t.Errorf("replica client: ReadOnly %v RouteRandomly %v RouteByLatency %v, want true true false", o.ReadOnly, o.RouteRandomly, o.RouteByLatency)
+	}
+	if o := cc.Options(); o.ReadOnly {
+		t.Error("the main client became ReadOnly: every read (locks' double-check too) could hit a lagging replica")
+	}
+	if got := newReplicaReads(config{HotKey: hotKeySettings{}}, cc, nil); got != nil {
+		t.Error("without REDIS_REPLICA_READS: got a client, want none")
+	}
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = single.Close() })
+	if got := newReplicaReads(on, single, nil); got != nil {
+		t.Error("on one server: got a client, want none")
 	}
 }

@@ -103,7 +103,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
 			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
 	}
-	hot := newHotKeys(cfg) // nil with HOT_KEY_DETECT=false
+	hot := newHotKeys(cfg)                              // nil with HOT_KEY_DETECT=false
+	replicas := newReplicaReads(cfg, rdb, redisBreaker) // nil unless REDIS_REPLICA_READS
+	if replicas != nil {
+		defer replicas.Close()
+	}
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
 		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
@@ -111,7 +115,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
 		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL,
-		Hot: hotSet(hot), HotL1TTL: cfg.HotKey.L1TTL,
+		Hot: hotSet(hot), HotL1TTL: cfg.HotKey.L1TTL, ReplicaReads: replicaReads(replicas),
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
