@@ -19,6 +19,7 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/console"
 	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/hotkeys"
 )
 
 // adminState is what the console polls once a second: counters (the page
@@ -38,8 +39,10 @@ type adminState struct {
 	// on any instance over the last 10 s.
 	Settings    []setting    `json:"settings"`
 	Requests    int64        `json:"requests"`
-	HotKeys     []keyCount   `json:"hot_keys"`
+	TopKeys     []keyCount   `json:"top_keys"`
 	RecentLocks []recentLock `json:"recent_locks"`
+	// HotKeys are what the detector promoted (or watches) this window.
+	HotKeys []hotkeys.Rate `json:"hot_keys"`
 }
 
 type poolState struct {
@@ -73,11 +76,12 @@ type admin struct {
 	// token (ADMIN_TOKEN), when set, is required on every request; when
 	// empty, only requests naming a loopback Host are served (see guard).
 	token string
+	hot   *hotkeys.Detector // nil with HOT_KEY_DETECT=false
 	// maxProfile caps pprof's ?seconds= (maxProfileDefault when zero).
 	maxProfile time.Duration
-	settings   []setting    // shown as they are
-	hot        *hotKeys     // nil: no request counts
-	recent     *lockHistory // nil: no lock history
+	settings   []setting     // shown as they are
+	reads      *requestTally // nil: no request counts
+	recent     *lockHistory  // nil: no lock history
 }
 
 // maxProfileDefault caps a CPU profile or trace: ?seconds=1000 must not
@@ -107,12 +111,13 @@ func (a *admin) state(w http.ResponseWriter, r *http.Request) {
 		Refused:       a.metrics.refusals(),
 		Locks:         a.lockHolders(ctx),
 		Settings:      a.settings,
-		HotKeys:       []keyCount{},
+		TopKeys:       []keyCount{},
 		RecentLocks:   a.recent.recent(20),
+		HotKeys:       hotKeyRates(a.hot),
 	}
-	if a.hot != nil {
-		st.Requests = a.hot.requests.Load()
-		st.HotKeys = a.hot.top(10)
+	if a.reads != nil {
+		st.Requests = a.reads.requests.Load()
+		st.TopKeys = a.reads.top(10)
 	}
 	for name, snapshot := range a.breakers {
 		b := snapshot()

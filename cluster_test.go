@@ -124,6 +124,7 @@ func TestAppOnCluster(t *testing.T) {
 	env["REDIS_CLUSTER_ADDRS"] = strings.Join(rediscluster.Addrs(), ",")
 	delete(env, "CACHE_NAMESPACE") // the documented key names; ids of its own keep it apart
 	env["HOT_KEY_COPIES"] = "3"
+	env["HOT_KEY_DETECT"] = "false" // copies of every key, not only of hot ones
 	env["L1_TTL"] = "1s"
 	a := launchApp(t, env, nil)
 	base := a.waitListening()

@@ -90,6 +90,10 @@ type config struct {
 	StaticTTL            time.Duration // their safety TTL
 	StaticRepair         time.Duration // period of their repair job
 	Tracing              tracingConfig // OTEL_*: OpenTelemetry tracing (tracing.go), off by default
+
+	// HotKey is automatic hot-key detection (HOT_KEY_DETECT, _THRESHOLD,
+	// _TOP, _L1_TTL; hot.go).
+	HotKey hotKeySettings
 }
 
 // loadConfig reads and checks the configuration. A malformed value or a
@@ -159,6 +163,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.BodyReadTimeout = budget.Body
 	ttls := readTTLs(&p)
 	c.CacheTTL, c.CacheSoftTTL, c.L1TTL = ttls.Hard, ttls.Soft, ttls.L1
+	c.HotKey = readHotKeys(&p, ttls)
 	c.BreakerOpenMin, c.BreakerOpenMax, c.BreakerOpenOld = breakerOpen(&p)
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {

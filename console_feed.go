@@ -58,9 +58,9 @@ type keyCount struct {
 	Count int64  `json:"count"`
 }
 
-// hotKeys counts this instance's requests, and its product reads by id, in
+// requestTally counts this instance's requests, and its product reads by id, in
 // two alternating half-windows, so the top keys cover the last 5-10 s.
-type hotKeys struct {
+type requestTally struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	cur, old map[string]int64
@@ -71,12 +71,12 @@ type hotKeys struct {
 // made-up ids must not grow the map without limit.
 const maxTracked = 10_000
 
-func newHotKeys() *hotKeys {
-	return &hotKeys{cur: map[string]int64{}, old: map[string]int64{}, since: time.Now()}
+func newRequestTally() *requestTally {
+	return &requestTally{cur: map[string]int64{}, old: map[string]int64{}, since: time.Now()}
 }
 
 // middleware counts every request, and GET/HEAD /products/:id by id.
-func (h *hotKeys) middleware() gin.HandlerFunc {
+func (h *requestTally) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h.requests.Add(1)
 		if c.FullPath() == "/products/:id" && (c.Request.Method == "GET" || c.Request.Method == "HEAD") {
@@ -86,7 +86,7 @@ func (h *hotKeys) middleware() gin.HandlerFunc {
 	}
 }
 
-func (h *hotKeys) add(key string) {
+func (h *requestTally) add(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rotate(time.Now())
@@ -95,7 +95,7 @@ func (h *hotKeys) add(key string) {
 	}
 }
 
-func (h *hotKeys) rotate(now time.Time) {
+func (h *requestTally) rotate(now time.Time) {
 	switch d := now.Sub(h.since); {
 	case d >= consoleWindow:
 		h.cur, h.old, h.since = map[string]int64{}, map[string]int64{}, now
@@ -105,7 +105,7 @@ func (h *hotKeys) rotate(now time.Time) {
 }
 
 // top returns the n keys requested most over the window.
-func (h *hotKeys) top(n int) []keyCount {
+func (h *requestTally) top(n int) []keyCount {
 	h.mu.Lock()
 	h.rotate(time.Now())
 	sum := make(map[string]int64, len(h.cur)+len(h.old))

@@ -47,7 +47,7 @@ func TestLockHistoryWindow(t *testing.T) {
 
 // Hot keys: the most requested first, a bounded number of distinct keys.
 func TestHotKeysTopAndBound(t *testing.T) {
-	h := newHotKeys()
+	h := newRequestTally()
 	for i, n := range []int{3, 9, 5} {
 		for range n {
 			h.add(fmt.Sprint("product ", i))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/console"
+	"github.com/stampede-guard/api/hotkeys"
 )
 
 // TestConsoleEscapesEveryValue: every value the console shows comes from
@@ -32,7 +33,8 @@ func TestConsoleEscapesEveryValue(t *testing.T) {
 		Refused:     map[string]int64{payload("refused") + "/x": 1},
 		Locks:       []lockHolder{{Key: "lock:" + payload("lock"), TTLMs: 1000}},
 		Settings:    []setting{{Name: payload("setting-name"), Value: payload("setting")}, {Name: "CACHE_MODE", Value: payload("mode")}},
-		HotKeys:     []keyCount{{Key: payload("hot"), Count: 1}},
+		TopKeys:     []keyCount{{Key: payload("hot"), Count: 1}},
+		HotKeys:     []hotkeys.Rate{{Key: payload("hot-key"), PerSecond: 120, Hot: true}},
 		RecentLocks: []recentLock{{Key: payload("recent"), Fills: 1}},
 	}
 	mux := http.NewServeMux()
@@ -60,7 +62,7 @@ func TestConsoleEscapesEveryValue(t *testing.T) {
 	if i := strings.Index(page, "data-pwned"); i >= 0 {
 		t.Errorf("a value ran as HTML: %s", page[max(0, i-200):min(len(page), i+200)])
 	}
-	for _, where := range []string{"lock", "breaker-name", "pool", "setting-name", "setting", "mode", "hot", "recent"} {
+	for _, where := range []string{"lock", "breaker-name", "pool", "setting-name", "setting", "mode", "hot", "recent", "hot-key"} {
 		if !strings.Contains(page, "&lt;img src=x onerror=\"document.body.dataset.pwned='"+where+"'\"&gt;") {
 			t.Errorf("the %s value is not shown as text", where)
 		}

@@ -119,6 +119,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
 			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
 	}
+	hot := newHotKeys(cfg)                              // nil with HOT_KEY_DETECT=false
+	replicas := newReplicaReads(cfg, rdb, redisBreaker) // nil unless REDIS_REPLICA_READS
+	if replicas != nil {
+		defer replicas.Close()
+	}
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
 		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
@@ -126,9 +131,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
 		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL, TracerProvider: tr.provider(),
+		Hot: hotSet(hot), HotL1TTL: cfg.HotKey.L1TTL, ReplicaReads: replicaReads(replicas),
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
+	if hot != nil {
+		products.CountReads(hot)
+	}
 	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
 		if err := products.FilterUnknownIDs(ctx, float64(cfg.UnknownIDLookups)); err != nil {
 			log.Warn("unknown-id filter: loaded later", "err", err)
@@ -156,12 +165,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return out
 	})
 	m := newMetrics(c, pools, breakers)
+	m.reg.MustRegister(hotKeysCollector{hot})
 	engine, err := newEngine(cfg, m, tr.middleware(cfg.Tracing.ServiceName), log)
 	if err != nil {
 		return err
 	}
-	hot := newHotKeys() // the console's request count and hot keys
-	engine.Use(hot.middleware())
+	reads := newRequestTally() // the console's request count and top keys
+	engine.Use(reads.middleware())
 	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
 	if err != nil {
 		return err
@@ -187,7 +197,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())
 		defer stopWatch() // before rdb closes
 		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken,
-			settings: consoleSettings(cfg), hot: hot, recent: recent}
+			settings: consoleSettings(cfg), reads: reads, hot: hot, recent: recent}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
 			// The default port is taken, most likely by another instance on

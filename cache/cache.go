@@ -114,8 +114,21 @@ type Config struct {
 	// fraction of at most this much (0.1 = up to 10 %), so keys written
 	// together expire apart; 0 turns it off. At most 0.5.
 	TTLJitter float64
-	// Copies of each entry kept under different hash slots (1 = off).
+	// Copies of each entry kept under different hash slots (1 = off):
+	// of every key, or, with Hot set, of the keys hot right now.
 	Copies int
+	// Hot, when set, picks the keys that use copies and HotL1TTL; nil
+	// treats every key as hot for copies and none for HotL1TTL. See HotSet.
+	Hot HotSet
+	// HotL1TTL is the L1 TTL of a hot key (default L1TTL). Keep it below
+	// SoftTTL, like L1TTL: L1 serves soft-expired values only as stale.
+	HotL1TTL time.Duration
+	// ReplicaReads, when set, serves the reads of hot-key copies: a
+	// Cluster client with ReadOnly and RouteRandomly, so a copy's GET may
+	// land on any node of its slot, replicas included. Nothing else uses
+	// it: the entry, locks, the lock path's double-check and every write
+	// stay on masters. Nil: every read goes to masters.
+	ReplicaReads redis.UniversalClient
 	// Namespace prefixes every Redis key and channel this cache uses
 	// (entries, copies, locks, job markers, the invalidation channel and
 	// tracking prefixes), so two apps can share one Redis server. A
@@ -273,6 +286,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 	}
 	if cfg.L1TTL > 0 {
 		c.l1 = newL1(cfg.L1Size, cfg.L1TTL, min(cfg.L1TTL, cfg.NegativeTTL))
+		if cfg.Hot != nil && cfg.HotL1TTL > cfg.L1TTL {
+			c.l1.hotTTL, c.l1.hot = cfg.HotL1TTL, c.hotL1
+		}
 		if cfg.Tracking != nil {
 			c.l1.only = cfg.TrackPrefixes
 		}

@@ -48,9 +48,10 @@ func copyKey(key string, n int) string {
 	return key + "#" + strconv.Itoa(n)
 }
 
-// readKey picks the key a read uses: a random copy, or the entry itself.
+// readKey picks the key a read uses: a random copy of a hot key, or the
+// entry itself.
 func (c *Cache) readKey(key string) string {
-	if c.cfg.Copies <= 1 {
+	if !c.hotCopies(key) {
 		return key
 	}
 	if i := rand.IntN(c.cfg.Copies); i > 0 {

@@ -24,6 +24,9 @@ type l1 struct {
 	// only, when set, limits L1 to keys under these prefixes: with CLIENT
 	// TRACKING nothing else would ever be invalidated.
 	only []string
+	// hot, when set, picks the keys kept for hotTTL instead of ttl.
+	hot    func(key string) bool
+	hotTTL time.Duration
 }
 
 type l1Entry struct {
@@ -55,8 +58,11 @@ func (l *l1) set(key string, e Entry, now time.Time) {
 		return
 	}
 	le := l1Entry{entry: e, until: now.Add(l.ttl)}
-	if e.Absent {
+	switch {
+	case e.Absent:
 		le.until = now.Add(l.negTTL)
+	case l.hot != nil && l.hot(key):
+		le.until = now.Add(l.hotTTL)
 	}
 	l.lru.Add(key, le)
 }

@@ -126,7 +126,7 @@ func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load Lo
 	// Double-check: the previous holder may have stored the value between our
 	// miss and our lock.
 	mark := c.l1.mark()
-	if e, found, err := c.read(ctx, key); err == nil && found && c.now().Before(e.SoftExpiry) {
+	if e, found, err := c.readEntry(ctx, key); err == nil && found && c.now().Before(e.SoftExpiry) {
 		markShared(ctx) // another holder's load, found on the double-check
 		c.release(key, lock)
 		c.l1.fill(key, e, c.now(), mark)

@@ -50,8 +50,11 @@ func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load Lo
 	// purpose, and a freshness check would skip every early refresh. A newer
 	// entry means another refresh (here or elsewhere) has just stored it,
 	// which is not counted as a refresh of ours.
-	if e, found, err := c.read(ctx, key); err == nil && found && e.SoftExpiry.After(seen.SoftExpiry) {
+	if e, found, err := c.readEntry(ctx, key); err == nil && found && e.SoftExpiry.After(seen.SoftExpiry) {
 		c.release(key, lock)
+		if c.hotCopies(key) {
+			c.respread(key) // what we saw was an older copy: bring them up to date
+		}
 		return
 	}
 	c.stats.refreshes.Add(1)

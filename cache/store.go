@@ -14,13 +14,26 @@ import (
 // read fetches and decodes key from Redis. ok is false on a miss; a corrupt
 // or foreign value is a miss too, logged once per key until it is replaced.
 func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err error) {
-	rk := c.readKey(key)
-	b, err := c.rdb.Get(ctx, rk).Bytes()
+	return c.readAs(ctx, key, c.readKey(key))
+}
+
+// readEntry reads key's entry itself, from its master: never a copy, never
+// a replica. The lock path's double-check uses it, where a copy lagging
+// behind the entry would cost a second load of a value already stored.
+func (c *Cache) readEntry(ctx context.Context, key string) (e Entry, ok bool, err error) {
+	return c.readAs(ctx, key, key)
+}
+
+// readAs reads key through rk, key itself or one of its copies.
+func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, err error) {
+	b, err := c.get(ctx, rk, rk != key)
 	if errors.Is(err, redis.Nil) && rk != key {
 		// A copy expired (its TTL is jittered shorter), was evicted, or its
 		// write failed: the entry itself decides, never the database.
 		c.stats.copyMisses.Add(1)
-		b, err = c.rdb.Get(ctx, key).Bytes()
+		if b, err = c.rdb.Get(ctx, key).Bytes(); err == nil && c.cfg.Hot != nil {
+			c.respread(key) // just promoted (or a copy lost): make them
+		}
 	}
 	if errors.Is(err, redis.Nil) {
 		return Entry{}, false, nil
@@ -120,7 +133,13 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 // Invalidate replaced it meanwhile (their own copies may have landed before
 // ours), the copies just written are deleted, and reads fall back to the
 // entry instead of serving the older value until the copies' TTL.
+//
+// A key that is not hot (Config.Hot) gets no copies: its old ones go.
 func (c *Cache) writeCopies(ctx context.Context, key string, b []byte, ttl time.Duration) {
+	if !c.hotCopies(key) {
+		c.dropCopies(ctx, key)
+		return
+	}
 	keys := c.copyKeys(key)
 	if len(keys) == 0 {
 		return

@@ -86,7 +86,7 @@ func (l *Lab) redisClusterExp(ctx context.Context) *Experiment {
 			return x.fail(err)
 		}
 	}
-	if err := l.copiesSpread(ctx, x, rdb, with("HOT_KEY_COPIES", "3")); err != nil {
+	if err := l.copiesSpread(ctx, x, rdb, with("HOT_KEY_COPIES", "3", "HOT_KEY_DETECT", "false")); err != nil { // copies of every key from the first read
 		return x.fail(err)
 	}
 	return x.fail(l.failover(ctx, x, rdb, with()))

@@ -32,6 +32,16 @@ func (p *Products) RepairStatic(ids []int64, period time.Duration) {
 	p.cache.StartRepair("repair:static-products", period, p.loaderFor(ids))
 }
 
+// readCounter counts reads by key: a hotkeys.Detector, which the cache
+// asks (as its HotSet) which keys are hot.
+type readCounter interface{ Observe(key string) }
+
+// CountReads has every read of a product that may exist counted under its
+// cache key by r, so hot products are found as they turn hot. Reads of ids
+// the unknown-id filter answers never reach the cache and are not counted.
+// Call it once, before serving.
+func (p *Products) CountReads(r readCounter) { p.reads = r }
+
 // Keys returns the cache keys of product ids, e.g. for cache.Config.Static.
 func Keys(ids []int64) []string { return keys(ids) }
 

@@ -22,7 +22,8 @@ type Products struct {
 	pool  *db.Pool
 	cache *cache.Cache
 	log   *slog.Logger
-	known *knownIDs // nil: no penetration defence (FilterUnknownIDs)
+	known *knownIDs   // nil: no penetration defence (FilterUnknownIDs)
+	reads readCounter // nil: reads not counted (CountReads)
 }
 
 // NewProducts wires the products repository.
@@ -72,6 +73,9 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	if v == absent {
 		// Never created: no query, no Redis key (see knownIDs).
 		return Product{}, Freshness{Status: cache.Hit}, fmt.Errorf("product %d: %w", id, ErrNotFound)
+	}
+	if p.reads != nil {
+		p.reads.Observe(Key(id))
 	}
 	load := func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
 	res, err := p.cache.Fetch(ctx, Key(id), load)

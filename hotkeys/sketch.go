@@ -1,0 +1,54 @@
+package hotkeys
+
+import "hash/maphash"
+
+// sketch is a count-min sketch: depth rows of width counters, each row
+// indexed by its own hash of the key. A key's count is the smallest of its
+// depth counters, which can only overestimate (other keys share counters)
+// and never underestimate. Memory is fixed whatever the number of distinct
+// keys, which is the point: a flood of random ids cannot grow it.
+//
+// Increments are conservative (only the counters at the current minimum
+// go up), which keeps the overestimate of cold keys far below the plain
+// sketch's, so a uniform load does not look hot through collisions.
+type sketch struct {
+	width  uint64
+	seeds  []maphash.Seed
+	counts [][]uint32
+	idx    []uint64 // scratch for add; guarded by the Detector's mutex
+}
+
+func newSketch(width, depth int) *sketch {
+	s := &sketch{width: uint64(width), seeds: make([]maphash.Seed, depth), counts: make([][]uint32, depth), idx: make([]uint64, depth)}
+	for i := range depth {
+		s.seeds[i] = maphash.MakeSeed()
+		s.counts[i] = make([]uint32, width)
+	}
+	return s
+}
+
+// add counts one more occurrence of key and returns its new estimate.
+func (s *sketch) add(key string) uint32 {
+	least := ^uint32(0)
+	for i, seed := range s.seeds {
+		s.idx[i] = maphash.String(seed, key) % s.width
+		least = min(least, s.counts[i][s.idx[i]])
+	}
+	if least == ^uint32(0) {
+		return least // saturated; a window never gets near 4 billion reads
+	}
+	least++
+	for i, j := range s.idx {
+		if s.counts[i][j] < least {
+			s.counts[i][j] = least
+		}
+	}
+	return least
+}
+
+// reset zeroes every counter for the next window.
+func (s *sketch) reset() {
+	for _, row := range s.counts {
+		clear(row)
+	}
+}
