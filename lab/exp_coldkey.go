@@ -12,13 +12,13 @@ func (l *Lab) coldKey(ctx context.Context) *Experiment {
 	n, per := l.instances, l.perInstance
 	x := &Experiment{Name: "cold-key", Title: "one cold hot key, every cache mode",
 		Setup: fmt.Sprintf("%d instances × %d concurrent GET /products/1 on an empty cache, %s on the DB link, L1 off, "+
-			"rate limit off; shedding off and a long acquire timeout (SHED_MAX_WAITING=100000, DB_MAIN_MAX_CONNS=10, "+
+			"rate limit off; shedding off and a long acquire timeout (ADMISSION=queue, SHED_MAX_WAITING=100000, DB_MAIN_MAX_CONNS=10, "+
 			"DB_ACQUIRE_TIMEOUT=8s, DB_STATEMENT_TIMEOUT=1s, REQUEST_TIMEOUT=9s) so that only the cache mode decides", n, per, l.delay),
 		Expect:  "naive: one query per request; singleflight: one per instance; lock, swr, xfetch: 1 query, 0 lock keys left; all answered",
 		Columns: []string{"mode", "DB queries", "app loads", "ok", "failed", "p50", "p99", "lock keys left"}}
 	total := n * per
 	for _, mode := range []string{"naive", "singleflight", "lock", "swr", "xfetch"} {
-		env := map[string]string{"CACHE_MODE": mode, "SHED_MAX_WAITING": "100000", "DB_MAIN_MAX_CONNS": "10",
+		env := map[string]string{"CACHE_MODE": mode, "SHED_MAX_WAITING": "100000", "ADMISSION": "queue", "DB_MAIN_MAX_CONNS": "10",
 			"DB_ACQUIRE_TIMEOUT": "8s", "DB_STATEMENT_TIMEOUT": "1s", "REQUEST_TIMEOUT": "9s"}
 		r, err := l.row(ctx, x, mode, n, env, false, func(c *Cluster, r *Row) error {
 			l.dbProxy.SetDelay(l.delay)

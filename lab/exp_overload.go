@@ -22,7 +22,9 @@ func (l *Lab) overload(ctx context.Context) *Experiment {
 		if limit == "4" {
 			label = "on (SHED_MAX_WAITING=4)"
 		}
-		env := map[string]string{"DB_MAIN_MAX_CONNS": "2", "SHED_MAX_WAITING": limit}
+		// The fixed queue alone (ADMISSION=queue): the admission experiment
+		// compares it with deadline admission.
+		env := map[string]string{"DB_MAIN_MAX_CONNS": "2", "SHED_MAX_WAITING": limit, "ADMISSION": "queue"}
 		r, err := l.row(ctx, x, label, 1, env, false, func(c *Cluster, r *Row) error {
 			l.dbProxy.SetDelay(l.delay)
 			s := sample(ctx, c.Bases(), key, 20*time.Millisecond)
