@@ -118,7 +118,8 @@ func TestWaiterBackoffGrows(t *testing.T) {
 func TestWaitersPollOutOfStep(t *testing.T) {
 	t.Parallel()
 	const waiters = 8
-	start, polls := waitOnDeadHolder(t, waiters, 1500*time.Millisecond)
+	// 2.5 s leaves room for eight polls each even on a starved machine.
+	start, polls := waitOnDeadHolder(t, waiters, 2500*time.Millisecond)
 	// Spread (latest − earliest) of the k-th poll across waiters, for the
 	// polls after the backoff has grown (k = 4..7: 140 ms to 700 ms in).
 	var spreads []time.Duration
