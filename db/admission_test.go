@@ -126,11 +126,14 @@ func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(read, 50*time.Millisecond)
 	defer cancel()
-	if _, err := g.enter(ctx, fixedWait(0), true, 0, false); err == nil {
+	if leave, err := g.enter(ctx, fixedWait(0), true, 0, false); err == nil {
 		t.Errorf("a third read got the reserved connection")
+		leave()
 	}
 	start := time.Now()
-	leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), true, 0, false)
+	cctx, ccancel := context.WithTimeout(WithPriority(context.Background(), Critical), time.Second)
+	defer ccancel()
+	leave, err := g.enter(cctx, fixedWait(0), true, 0, false)
 	if err != nil || time.Since(start) > 10*time.Millisecond {
 		t.Fatalf("checkout: %v after %s, want a connection at once", err, time.Since(start))
 	}
