@@ -154,6 +154,11 @@ type Config struct {
 	Static []string
 	// StaticTTL is the safety TTL of a static key; default 24 hours.
 	StaticTTL time.Duration
+	// OutageTTL is how long a value loaded while Redis is unusable may be
+	// served from L1, past L1TTL, to reads that still find Redis unusable
+	// (outage.go); never past the value's own freshness. Default 30
+	// seconds; negative turns it off (such values live for L1TTL). Needs L1.
+	OutageTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -172,6 +177,9 @@ func (c Config) withDefaults() Config {
 	def(&c.LockWait, 2*time.Second)
 	def(&c.LoadTimeout, c.LockTTL)
 	def(&c.StaticTTL, 24*time.Hour)
+	if c.OutageTTL == 0 {
+		c.OutageTTL = 30 * time.Second
+	}
 	if c.XFetchBeta <= 0 {
 		c.XFetchBeta = 1
 	}
