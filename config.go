@@ -39,6 +39,7 @@ type config struct {
 	L1Tracking      bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
 	HTTPCache       handlers.HTTPCache // Cache-Control of product reads
 	L1Size          int
+	L1OutageTTL     time.Duration // L1_OUTAGE_TTL: how long a value loaded during a Redis outage is held; 0 = off
 	XFetchBeta      float64
 	HotKeyCopies    int
 	TTLJitter       float64 // fraction of a TTL cut at random, so keys expire apart
@@ -109,6 +110,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LockWatchdog:      p.boolean("LOCK_WATCHDOG", true),
 		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
 		L1Size:            p.positive("L1_SIZE", 10_000),
+		L1OutageTTL:       p.durationOrZero("L1_OUTAGE_TTL", 30*time.Second),
 		L1Tracking:        p.oneOf("L1_INVALIDATION", "pubsub", "pubsub", "tracking") == "tracking",
 		XFetchBeta:        p.float("XFETCH_BETA", 1),
 		HotKeyCopies:      p.positive("HOT_KEY_COPIES", 1),
@@ -249,6 +251,15 @@ func (t cacheTTLs) check() []error {
 			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
 	}
 	return errs
+}
+
+// outageTTL is L1_OUTAGE_TTL as cache.Config.OutageTTL, where 0 is the
+// default and a negative value turns holding off.
+func (c config) outageTTL() time.Duration {
+	if c.L1OutageTTL == 0 {
+		return -1
+	}
+	return c.L1OutageTTL
 }
 
 // namespace is CACHE_NAMESPACE as a key prefix ("ns:"), or "".

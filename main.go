@@ -109,7 +109,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
-		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL,
+		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL, OutageTTL: cfg.outageTTL(),
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
