@@ -14,6 +14,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -159,6 +160,12 @@ type Config struct {
 	// (outage.go); never past the value's own freshness. Default 30
 	// seconds; negative turns it off (such values live for L1TTL). Needs L1.
 	OutageTTL time.Duration
+	// SigningKey, when set, makes every entry carry an HMAC-SHA256 over
+	// its envelope and its key name (entry.go): a value that does not
+	// verify — planted by anyone who can write to Redis, copied from
+	// another key, or written without the key — is a miss, replaced by a
+	// load. All instances must share it. The Cache keeps its own copy.
+	SigningKey []byte
 }
 
 func (c Config) withDefaults() Config {
@@ -257,6 +264,7 @@ type Cache struct {
 // either), and listens on it.
 func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *Cache {
 	cfg = cfg.withDefaults()
+	cfg.SigningKey = bytes.Clone(cfg.SigningKey)
 	life, stop := context.WithCancel(context.Background())
 	c := &Cache{
 		rdb:       rdb,

@@ -135,7 +135,7 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 		c.release(key, lock)
 		return Entry{}, err
 	}
-	b := e.encode()
+	b := c.seal(key, e)
 	// The load may have used up ctx; storing the value it paid for, and
 	// freeing the waiters, deserves a short deadline of its own.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

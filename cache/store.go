@@ -28,11 +28,11 @@ func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err err
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("cache get %s: %w", key, err)
 	}
-	e, err = decodeEntry(b)
+	e, err = c.open(key, b)
 	if err != nil {
 		c.stats.corrupt.Add(1)
 		if _, seen := c.corrupt.LoadOrStore(key, struct{}{}); !seen {
-			c.log.Warn("cache: ignoring corrupt value", "key", key, "bytes", len(b))
+			c.log.Warn("cache: ignoring corrupt value", "key", key, "bytes", len(b), "err", err)
 		}
 		return Entry{}, false, nil
 	}
@@ -94,7 +94,7 @@ func (c *Cache) lifetime(absent bool) time.Duration {
 // hash slot) so that load's fenced write cannot land afterwards with an
 // older value.
 func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duration) error {
-	b := e.encode()
+	b := c.seal(key, e)
 	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, key, b, ttl)
 		p.Del(ctx, c.lockKey(key))
