@@ -33,7 +33,9 @@ func TestSignedEntriesRejectForgeries(t *testing.T) {
 	ctx := context.Background()
 	rdb := dbtest.NewRedis(t, redisDB)
 	secret := []byte("0123456789abcdef0123456789abcdef")
-	ours := func(t *testing.T) *cache.Cache { return newCache(t, rdb, cache.Config{Mode: cache.ModeLock, SigningKey: secret}) }
+	ours := func(t *testing.T) *cache.Cache {
+		return newCache(t, rdb, cache.Config{Mode: cache.ModeLock, SigningKey: secret})
+	}
 	// plant writes the forged value for key (and may use other keys of the
 	// test's own prefix) and returns it.
 	tests := []struct {
