@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,6 +77,7 @@ type config struct {
 	BodyReadTimeout      time.Duration
 	BodyMinRate          int           // bytes per second; 0 = no minimum
 	AdminToken           string        // ADMIN_TOKEN: required on the admin listener when set
+	CacheSigningKey      []byte        // CACHE_SIGNING_KEY: HMAC key of cache entries; nil = unsigned
 	RateLimitKey         string        // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
 	UnknownIDFilter      bool          // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
 	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
@@ -141,6 +143,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		UnknownIDFilter:   p.boolean("UNKNOWN_ID_FILTER", true),
 		UnknownIDLookups:  p.positive("UNKNOWN_ID_LOOKUPS", 20),
 	}
+	c.CacheSigningKey = signingKey(&p)
 	if opt, err := redis.ParseURL(c.RedisURL); err != nil {
 		p.fail("REDIS_URL", c.RedisURL, err.Error())
 	} else {
@@ -251,6 +254,28 @@ func (t cacheTTLs) check() []error {
 			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
 	}
 	return errs
+}
+
+// minSigningKey is the shortest CACHE_SIGNING_KEY accepted: HMAC-SHA256's
+// own block of security, 32 bytes (`openssl rand -hex 32` gives 64).
+const minSigningKey = 32
+
+// signingKey reads CACHE_SIGNING_KEY. A mistake is reported by length
+// only: the value is a secret and must not reach a log.
+func signingKey(p *envParser) []byte {
+	k := p.getenv("CACHE_SIGNING_KEY")
+	if k == "" {
+		return nil
+	}
+	switch {
+	case strings.TrimSpace(k) != k:
+		p.errs = append(p.errs, errors.New("config: CACHE_SIGNING_KEY has surrounding spaces: remove them (every instance must use the same bytes)"))
+		return nil
+	case len(k) < minSigningKey:
+		p.errs = append(p.errs, fmt.Errorf("config: CACHE_SIGNING_KEY is %d bytes, want at least %d (e.g. openssl rand -hex 32)", len(k), minSigningKey))
+		return nil
+	}
+	return []byte(k)
 }
 
 // outageTTL is L1_OUTAGE_TTL as cache.Config.OutageTTL, where 0 is the

@@ -110,6 +110,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
 		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL, OutageTTL: cfg.outageTTL(),
+		SigningKey: cfg.CacheSigningKey,
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)

@@ -8,7 +8,9 @@ import (
 func TestClosedAfter(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	tr := func(ms int, from, to string) breakerTransition { return breakerTransition{At: at(ms), From: from, To: to} }
+	tr := func(ms int, from, to string) breakerTransition {
+		return breakerTransition{At: at(ms), From: from, To: to}
+	}
 	for _, tc := range []struct {
 		name string
 		log  []breakerTransition
