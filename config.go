@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -123,9 +124,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LimitCritical:     p.positive("CONCURRENCY_CRITICAL", 256),
 		LimitNormal:       p.positive("CONCURRENCY_NORMAL", 1024),
 		LimitLow:          p.positive("CONCURRENCY_LOW", 8),
-		BreakerFailures:   p.positive("BREAKER_FAILURES", 5),
-		MainMaxConns:      p.positive("DB_MAIN_MAX_CONNS", 20),
-		ReportsMaxConns:   p.positive("DB_REPORTS_MAX_CONNS", 4),
+		BreakerFailures:   p.atMost("BREAKER_FAILURES", p.positive("BREAKER_FAILURES", 5), math.MaxInt32),
+		MainMaxConns:      p.atMost("DB_MAIN_MAX_CONNS", p.positive("DB_MAIN_MAX_CONNS", 20), math.MaxInt32),
+		ReportsMaxConns:   p.atMost("DB_REPORTS_MAX_CONNS", p.positive("DB_REPORTS_MAX_CONNS", 4), math.MaxInt32),
 		ExpectedInstances: p.positive("EXPECTED_INSTANCES", 1),
 		PoolHeadroom:      p.nonNegative("DB_CONNS_HEADROOM", 10),
 		StrictPoolSizing:  p.boolean("STRICT_POOL_SIZING", false),

@@ -51,8 +51,9 @@ func (e Entry) encode() []byte {
 	if e.Static {
 		b[3] |= flagStatic
 	}
-	binary.BigEndian.PutUint64(b[4:], uint64(e.SoftExpiry.UnixMicro()))
-	binary.BigEndian.PutUint64(b[12:], uint64(e.Delta.Microseconds()))
+	// Two's-complement reinterpretations, undone exactly by decodeEntry.
+	binary.BigEndian.PutUint64(b[4:], uint64(e.SoftExpiry.UnixMicro())) // #nosec G115 -- lossless round trip
+	binary.BigEndian.PutUint64(b[12:], uint64(e.Delta.Microseconds()))  // #nosec G115 -- lossless round trip
 	return append(b, e.Value...)
 }
 
@@ -64,8 +65,8 @@ func decodeEntry(b []byte) (Entry, error) {
 	e := Entry{
 		Absent:     b[3]&flagAbsent != 0, // flagSigned is seal's and open's business
 		Static:     b[3]&flagStatic != 0,
-		SoftExpiry: time.UnixMicro(int64(binary.BigEndian.Uint64(b[4:]))),
-		Delta:      time.Duration(binary.BigEndian.Uint64(b[12:])) * time.Microsecond,
+		SoftExpiry: time.UnixMicro(int64(binary.BigEndian.Uint64(b[4:]))),             // #nosec G115 -- undoes encode's reinterpretation
+		Delta:      time.Duration(binary.BigEndian.Uint64(b[12:])) * time.Microsecond, // #nosec G115 -- undoes encode's reinterpretation
 	}
 	if !e.Absent {
 		e.Value = b[envelopeHeader:]

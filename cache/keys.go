@@ -53,7 +53,7 @@ func (c *Cache) readKey(key string) string {
 	if c.cfg.Copies <= 1 {
 		return key
 	}
-	if i := rand.IntN(c.cfg.Copies); i > 0 {
+	if i := rand.IntN(c.cfg.Copies); i > 0 { // #nosec G404 -- spreads reads over copies; not a secret
 		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
 	}
 	return key

@@ -73,7 +73,7 @@ func (c *Cache) jitter(ttl time.Duration) time.Duration {
 	if c.cfg.TTLJitter <= 0 {
 		return ttl
 	}
-	return ttl - time.Duration(rand.Float64()*c.cfg.TTLJitter*float64(ttl))
+	return ttl - time.Duration(rand.Float64()*c.cfg.TTLJitter*float64(ttl)) // #nosec G404 -- expiry jitter, not a secret
 }
 
 // lifetime is how long a new entry stays fresh. Without SWR nothing is

@@ -178,5 +178,5 @@ func (k *knownIDs) refresh(ctx context.Context, pool interface {
 }
 
 func idKey(id int64) []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(id))
+	return binary.BigEndian.AppendUint64(nil, uint64(id)) // #nosec G115 -- bytes of the id for hashing: any bijection will do
 }
