@@ -81,7 +81,7 @@ type config struct {
 	CacheSigningKey      []byte        // CACHE_SIGNING_KEY: HMAC key of cache entries; nil = unsigned
 	RateLimitKey         string        // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
 	UnknownIDFilter      bool          // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
-	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
+	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second fleet-wide, of ids above the highest known
 	RedisClusterAddrs    []string      // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
 	DBPooler             db.Pooler     // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
 	DatabaseDirectURL    string        // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
