@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +41,7 @@ type config struct {
 	L1Tracking       bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
 	HTTPCache        handlers.HTTPCache // Cache-Control of product reads
 	L1Size           int
+	L1OutageTTL      time.Duration // L1_OUTAGE_TTL: how long a value loaded during a Redis outage is held; 0 = off
 	XFetchBeta       float64
 	HotKeyCopies     int
 	TTLJitter        float64 // fraction of a TTL cut at random, so keys expire apart
@@ -78,9 +81,10 @@ type config struct {
 	BodyReadTimeout      time.Duration
 	BodyMinRate          int           // bytes per second; 0 = no minimum
 	AdminToken           string        // ADMIN_TOKEN: required on the admin listener when set
+	CacheSigningKey      []byte        // CACHE_SIGNING_KEY: HMAC key of cache entries; nil = unsigned
 	RateLimitKey         string        // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
 	UnknownIDFilter      bool          // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
-	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second per instance, of ids the filter does not know
+	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second fleet-wide, of ids above the highest known
 	RedisClusterAddrs    []string      // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
 	DBPooler             db.Pooler     // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
 	DatabaseDirectURL    string        // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
@@ -117,6 +121,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LockWatchdog:      p.boolean("LOCK_WATCHDOG", true),
 		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
 		L1Size:            p.positive("L1_SIZE", 10_000),
+		L1OutageTTL:       p.durationOrZero("L1_OUTAGE_TTL", 30*time.Second),
 		L1Tracking:        p.oneOf("L1_INVALIDATION", "pubsub", "pubsub", "tracking") == "tracking",
 		XFetchBeta:        p.float("XFETCH_BETA", 1),
 		HotKeyCopies:      p.positive("HOT_KEY_COPIES", 1),
@@ -129,9 +134,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LimitCritical:     p.positive("CONCURRENCY_CRITICAL", 256),
 		LimitNormal:       p.positive("CONCURRENCY_NORMAL", 1024),
 		LimitLow:          p.positive("CONCURRENCY_LOW", 8),
-		BreakerFailures:   p.positive("BREAKER_FAILURES", 5),
-		MainMaxConns:      p.positive("DB_MAIN_MAX_CONNS", 20),
-		ReportsMaxConns:   p.positive("DB_REPORTS_MAX_CONNS", 4),
+		BreakerFailures:   p.atMost("BREAKER_FAILURES", p.positive("BREAKER_FAILURES", 5), math.MaxInt32),
+		MainMaxConns:      p.atMost("DB_MAIN_MAX_CONNS", p.positive("DB_MAIN_MAX_CONNS", 20), math.MaxInt32),
+		ReportsMaxConns:   p.atMost("DB_REPORTS_MAX_CONNS", p.positive("DB_REPORTS_MAX_CONNS", 4), math.MaxInt32),
 		ExpectedInstances: p.positive("EXPECTED_INSTANCES", 1),
 		PoolHeadroom:      p.nonNegative("DB_CONNS_HEADROOM", 10),
 		StrictPoolSizing:  p.boolean("STRICT_POOL_SIZING", false),
@@ -149,6 +154,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		UnknownIDFilter:   p.boolean("UNKNOWN_ID_FILTER", true),
 		UnknownIDLookups:  p.positive("UNKNOWN_ID_LOOKUPS", 20),
 	}
+	c.CacheSigningKey = signingKey(&p)
 	if opt, err := redis.ParseURL(c.RedisURL); err != nil {
 		p.fail("REDIS_URL", c.RedisURL, err.Error())
 	} else {
@@ -266,6 +272,37 @@ func (t cacheTTLs) check() []error {
 			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
 	}
 	return errs
+}
+
+// minSigningKey is the shortest CACHE_SIGNING_KEY accepted: HMAC-SHA256's
+// own block of security, 32 bytes (`openssl rand -hex 32` gives 64).
+const minSigningKey = 32
+
+// signingKey reads CACHE_SIGNING_KEY. A mistake is reported by length
+// only: the value is a secret and must not reach a log.
+func signingKey(p *envParser) []byte {
+	k := p.getenv("CACHE_SIGNING_KEY")
+	if k == "" {
+		return nil
+	}
+	switch {
+	case strings.TrimSpace(k) != k:
+		p.errs = append(p.errs, errors.New("config: CACHE_SIGNING_KEY has surrounding spaces: remove them (every instance must use the same bytes)"))
+		return nil
+	case len(k) < minSigningKey:
+		p.errs = append(p.errs, fmt.Errorf("config: CACHE_SIGNING_KEY is %d bytes, want at least %d (e.g. openssl rand -hex 32)", len(k), minSigningKey))
+		return nil
+	}
+	return []byte(k)
+}
+
+// outageTTL is L1_OUTAGE_TTL as cache.Config.OutageTTL, where 0 is the
+// default and a negative value turns holding off.
+func (c config) outageTTL() time.Duration {
+	if c.L1OutageTTL == 0 {
+		return -1
+	}
+	return c.L1OutageTTL
 }
 
 // namespace is CACHE_NAMESPACE as a key prefix ("ns:"), or "".

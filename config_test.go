@@ -35,6 +35,8 @@ var configErrorCases = []struct {
 	{"negative duration", map[string]string{"LOCK_TTL": "-1s"}, "LOCK_TTL", "-1s"},
 	{"negative pool size", map[string]string{"DB_MAIN_MAX_CONNS": "-3"}, "DB_MAIN_MAX_CONNS", "-3"},
 	{"pool size not a number", map[string]string{"DB_MAIN_MAX_CONNS": "x"}, "DB_MAIN_MAX_CONNS", `"x"`},
+	{"pool size wraps int32", map[string]string{"DB_MAIN_MAX_CONNS": "4294967297"}, "DB_MAIN_MAX_CONNS", "4294967297"},
+	{"breaker failures wrap", map[string]string{"BREAKER_FAILURES": "4294967297"}, "BREAKER_FAILURES", "4294967297"},
 	{"proxy not a CIDR", map[string]string{"TRUSTED_PROXIES": "not-a-cidr"}, "TRUSTED_PROXIES", "not-a-cidr"},
 	{"rate limit not a rate", map[string]string{"RATE_LIMIT": "lots"}, "RATE_LIMIT", "lots"},
 	{"hot key not an id", map[string]string{"HOT_KEYS": "1,x"}, "HOT_KEYS", `"x"`},

@@ -68,6 +68,17 @@ func (p *envParser) positive(name string, def int) int {
 	return p.wholeNumber(name, def, 1, "must be a positive whole number")
 }
 
+// atMost refuses n above most: a count that is later narrowed (to a pool's
+// int32, a breaker's uint32) must not wrap around into a small or negative
+// number.
+func (p *envParser) atMost(name string, n, most int) int {
+	if n > most {
+		p.fail(name, strconv.Itoa(n), fmt.Sprintf("must be at most %d", most))
+		return most
+	}
+	return n
+}
+
 func (p *envParser) nonNegative(name string, def int) int {
 	return p.wholeNumber(name, def, 0, "must be a whole number, 0 or more")
 }

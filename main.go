@@ -132,6 +132,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
 		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL, TracerProvider: tr.provider(),
 		Hot: hotSet(hot), HotL1TTL: cfg.HotKey.L1TTL, ReplicaReads: replicaReads(replicas),
+		OutageTTL: cfg.outageTTL(), SigningKey: cfg.CacheSigningKey,
 	}, log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)

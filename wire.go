@@ -171,7 +171,7 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 		reserved = cfg.CheckoutReserved // checkout never waits behind reads
 	}
 	return db.Config{
-		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler, ReservedCritical: reserved,
+		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler, ReservedCritical: reserved, // #nosec G115 -- loadConfig caps it at MaxInt32
 		AdmitByDeadline: cfg.Admission == "deadline",
 		AcquireTimeout:  cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
 		Breaker: breakerConfig(cfg, log),
@@ -182,7 +182,7 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 // Redis client; each names its breaker and brings its own probe.
 func breakerConfig(cfg config, log *slog.Logger) breaker.Config {
 	return breaker.Config{
-		Failures: uint32(cfg.BreakerFailures), OpenMin: cfg.BreakerOpenMin, OpenMax: cfg.BreakerOpenMax,
+		Failures: uint32(cfg.BreakerFailures), OpenMin: cfg.BreakerOpenMin, OpenMax: cfg.BreakerOpenMax, // #nosec G115 -- loadConfig caps it at MaxInt32
 		OnStateChange: func(name string, from, to breaker.State) {
 			log.Warn("breaker state", "breaker", name, "from", from.String(), "to", to.String())
 		},

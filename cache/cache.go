@@ -14,6 +14,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -171,6 +172,17 @@ type Config struct {
 	// TracerProvider traces each Fetch and its lock wait, load and fenced
 	// write (trace.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// OutageTTL is how long a value loaded while Redis is unusable may be
+	// served from L1, past L1TTL, to reads that still find Redis unusable
+	// (outage.go); never past the value's own freshness. Default 30
+	// seconds; negative turns it off (such values live for L1TTL). Needs L1.
+	OutageTTL time.Duration
+	// SigningKey, when set, makes every entry carry an HMAC-SHA256 over
+	// its envelope and its key name (entry.go): a value that does not
+	// verify — planted by anyone who can write to Redis, copied from
+	// another key, or written without the key — is a miss, replaced by a
+	// load. All instances must share it. The Cache keeps its own copy.
+	SigningKey []byte
 }
 
 func (c Config) withDefaults() Config {
@@ -189,6 +201,9 @@ func (c Config) withDefaults() Config {
 	def(&c.LockWait, 2*time.Second)
 	def(&c.LoadTimeout, c.LockTTL)
 	def(&c.StaticTTL, 24*time.Hour)
+	if c.OutageTTL == 0 {
+		c.OutageTTL = 30 * time.Second
+	}
 	if c.XFetchBeta <= 0 {
 		c.XFetchBeta = 1
 	}
@@ -268,6 +283,7 @@ type Cache struct {
 // either), and listens on it.
 func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *Cache {
 	cfg = cfg.withDefaults()
+	cfg.SigningKey = bytes.Clone(cfg.SigningKey)
 	life, stop := context.WithCancel(context.Background())
 	c := &Cache{
 		rdb:       rdb,

@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"time"
@@ -33,6 +35,9 @@ const (
 	envelopeHeader      = len(envelopeMagic) + 1 + 8 + 8
 	flagAbsent     byte = 1
 	flagStatic     byte = 2
+	// flagSigned: an HMAC-SHA256 tag (macSize bytes) follows the payload.
+	flagSigned byte = 4
+	macSize         = sha256.Size
 )
 
 var errCorrupt = errors.New("cache: value is not a stampede-guard envelope")
@@ -46,20 +51,22 @@ func (e Entry) encode() []byte {
 	if e.Static {
 		b[3] |= flagStatic
 	}
-	binary.BigEndian.PutUint64(b[4:], uint64(e.SoftExpiry.UnixMicro()))
-	binary.BigEndian.PutUint64(b[12:], uint64(e.Delta.Microseconds()))
+	// Two's-complement reinterpretations, undone exactly by decodeEntry.
+	binary.BigEndian.PutUint64(b[4:], uint64(e.SoftExpiry.UnixMicro())) // #nosec G115 -- lossless round trip
+	binary.BigEndian.PutUint64(b[12:], uint64(e.Delta.Microseconds()))  // #nosec G115 -- lossless round trip
 	return append(b, e.Value...)
 }
 
 func decodeEntry(b []byte) (Entry, error) {
-	if len(b) < envelopeHeader || string(b[:3]) != envelopeMagic || b[3]&^(flagAbsent|flagStatic) != 0 || b[3] == flagAbsent|flagStatic {
+	if len(b) < envelopeHeader || string(b[:3]) != envelopeMagic || b[3]&^(flagAbsent|flagStatic|flagSigned) != 0 ||
+		b[3]&(flagAbsent|flagStatic) == flagAbsent|flagStatic {
 		return Entry{}, errCorrupt
 	}
 	e := Entry{
-		Absent:     b[3]&flagAbsent != 0,
+		Absent:     b[3]&flagAbsent != 0, // flagSigned is seal's and open's business
 		Static:     b[3]&flagStatic != 0,
-		SoftExpiry: time.UnixMicro(int64(binary.BigEndian.Uint64(b[4:]))),
-		Delta:      time.Duration(binary.BigEndian.Uint64(b[12:])) * time.Microsecond,
+		SoftExpiry: time.UnixMicro(int64(binary.BigEndian.Uint64(b[4:]))),             // #nosec G115 -- undoes encode's reinterpretation
+		Delta:      time.Duration(binary.BigEndian.Uint64(b[12:])) * time.Microsecond, // #nosec G115 -- undoes encode's reinterpretation
 	}
 	if !e.Absent {
 		e.Value = b[envelopeHeader:]
@@ -67,4 +74,55 @@ func decodeEntry(b []byte) (Entry, error) {
 		return Entry{}, errCorrupt
 	}
 	return e, nil
+}
+
+// errForged is a signed envelope whose tag does not verify, or an unsigned
+// one where a signature is required.
+var errForged = errors.New("cache: value's signature does not verify")
+
+// seal encodes e for the Redis key key. With a signing key the envelope is
+// flagged signed and ends with an HMAC-SHA256 over the key name and
+// everything before the tag, so a value planted by anyone who can write to
+// Redis, or a genuine one copied under another key, does not verify.
+func (c *Cache) seal(key string, e Entry) []byte {
+	b := e.encode()
+	if len(c.cfg.SigningKey) == 0 {
+		return b
+	}
+	b[3] |= flagSigned
+	return append(b, c.mac(key, b)...)
+}
+
+// open decodes the value of the Redis key key (the entry's own name, also
+// for a copy's value). With a signing key only a signed envelope whose tag
+// verifies (constant-time compare) is accepted; without one a signed
+// envelope's tag is dropped unchecked, so turning signing off costs no
+// reload.
+func (c *Cache) open(key string, b []byte) (Entry, error) {
+	signed := len(b) >= envelopeHeader && b[3]&flagSigned != 0
+	switch {
+	case signed && len(b) < envelopeHeader+macSize:
+		return Entry{}, errCorrupt
+	case signed:
+		body, tag := b[:len(b)-macSize], b[len(b)-macSize:]
+		if len(c.cfg.SigningKey) > 0 && !hmac.Equal(tag, c.mac(key, body)) {
+			return Entry{}, errForged
+		}
+		b = body
+	case len(c.cfg.SigningKey) > 0:
+		return Entry{}, errForged
+	}
+	return decodeEntry(b)
+}
+
+// mac is the tag of body stored under key: the key name is length-prefixed
+// so that no two (key, body) pairs share an input.
+func (c *Cache) mac(key string, body []byte) []byte {
+	h := hmac.New(sha256.New, c.cfg.SigningKey)
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(key)))
+	h.Write(n[:])
+	h.Write([]byte(key))
+	h.Write(body)
+	return h.Sum(nil)
 }

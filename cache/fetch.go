@@ -73,12 +73,10 @@ func (c *Cache) fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 	mark := c.l1.mark()
 	e, found, err := c.read(ctx, key)
 	if err != nil {
-		// Redis is down or slow: losing the cache must not lose the answer.
-		// Single-flight still holds the database to one load per process.
+		// Redis is down or slow: losing the cache must not lose the answer,
+		// nor cost a load per read while it lasts (outage.go).
 		c.warnOutage("cache: redis read failed, loading directly", "key", key, "err", err)
-		return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
-			return c.loadCapped(lctx, key, load)
-		})
+		return c.outageRead(ctx, key, load, now)
 	}
 	if found {
 		return c.serve(ctx, key, e, load, now, mark), nil

@@ -54,7 +54,7 @@ func (c *Cache) readKey(key string) string {
 	if !c.hotCopies(key) {
 		return key
 	}
-	if i := rand.IntN(c.cfg.Copies); i > 0 {
+	if i := rand.IntN(c.cfg.Copies); i > 0 { // #nosec G404 -- spreads reads over copies; not a secret
 		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
 	}
 	return key

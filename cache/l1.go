@@ -32,6 +32,10 @@ type l1 struct {
 type l1Entry struct {
 	entry Entry
 	until time.Time // when this entry expires (sooner for negative ones)
+	// hold, set on values loaded while Redis was unusable, is how long
+	// the entry may still be served after until, as long as Redis still
+	// is (outage.go). Zero for every other entry.
+	hold time.Time
 }
 
 // newL1 gives the LRU no TTL of its own: with one, expirable.NewLRU starts a
@@ -54,10 +58,14 @@ func (l *l1) get(key string, now time.Time) (Entry, bool) {
 }
 
 func (l *l1) set(key string, e Entry, now time.Time) {
+	l.add(key, e, now, time.Time{})
+}
+
+func (l *l1) add(key string, e Entry, now, hold time.Time) {
 	if l == nil || len(l.only) > 0 && !slices.ContainsFunc(l.only, func(p string) bool { return strings.HasPrefix(key, p) }) {
 		return
 	}
-	le := l1Entry{entry: e, until: now.Add(l.ttl)}
+	le := l1Entry{entry: e, until: now.Add(l.ttl), hold: hold}
 	switch {
 	case e.Absent:
 		le.until = now.Add(l.negTTL)
@@ -86,10 +94,15 @@ func (l *l1) mark() uint64 {
 // The second check catches one that lands between the first and the Add;
 // dropping the entry then costs at most one miss.
 func (l *l1) fill(key string, e Entry, now time.Time, mark uint64) {
+	l.fillUntil(key, e, now, mark, time.Time{})
+}
+
+// fillUntil is fill for an entry that may be held (outage.go) until hold.
+func (l *l1) fillUntil(key string, e Entry, now time.Time, mark uint64, hold time.Time) {
 	if l == nil || l.gen.Load() != mark {
 		return
 	}
-	l.set(key, e, now)
+	l.add(key, e, now, hold)
 	if l.gen.Load() != mark {
 		l.lru.Remove(key)
 	}

@@ -77,7 +77,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		// The last sleep is cut to the deadline: giving up when a whole
 		// backoff no longer fits would end the wait up to one backoff early
 		// (at 35% of a short LockWait) and miss a value landing meanwhile.
-		sleep := min(backoff/2+rand.N(backoff/2+1), left) // jitter keeps waiters apart
+		sleep := min(backoff/2+rand.N(backoff/2+1), left) // #nosec G404 -- jitter keeps waiters apart; not a secret
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
@@ -149,7 +149,7 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 		c.release(key, lock)
 		return Entry{}, err
 	}
-	b := e.encode()
+	b := c.seal(key, e)
 	// The load may have used up ctx; storing the value it paid for, and
 	// freeing the waiters, deserves a short deadline of its own.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

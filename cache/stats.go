@@ -12,6 +12,7 @@ type Stats struct {
 	l1Invalidations, l1Flushes              atomic.Int64
 	fillSignals, signalWakeups              atomic.Int64
 	copyMisses, copiesRevoked               atomic.Int64
+	outageHolds                             atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters at one moment.
@@ -34,6 +35,9 @@ type StatsSnapshot struct {
 	// CopiesRevoked counts copy writes undone because a newer write or an
 	// invalidation replaced the entry meanwhile.
 	CopiesRevoked int64
+	// OutageHolds counts reads answered, while Redis was unusable, from an
+	// L1 value held past its L1 TTL (outage.go); they are in L1Hits too.
+	OutageHolds int64
 }
 
 func (s *Stats) snapshot() StatsSnapshot {
@@ -47,5 +51,6 @@ func (s *Stats) snapshot() StatsSnapshot {
 		L1Invalidations: s.l1Invalidations.Load(), L1Flushes: s.l1Flushes.Load(),
 		FillSignals: s.fillSignals.Load(), SignalWakeups: s.signalWakeups.Load(),
 		CopyMisses: s.copyMisses.Load(), CopiesRevoked: s.copiesRevoked.Load(),
+		OutageHolds: s.outageHolds.Load(),
 	}
 }

@@ -41,11 +41,11 @@ func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, e
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("cache get %s: %w", key, err)
 	}
-	e, err = decodeEntry(b)
+	e, err = c.open(key, b)
 	if err != nil {
 		c.stats.corrupt.Add(1)
 		if _, seen := c.corrupt.LoadOrStore(key, struct{}{}); !seen {
-			c.log.Warn("cache: ignoring corrupt value", "key", key, "bytes", len(b))
+			c.log.Warn("cache: ignoring corrupt value", "key", key, "bytes", len(b), "err", err)
 		}
 		return Entry{}, false, nil
 	}
@@ -86,7 +86,7 @@ func (c *Cache) jitter(ttl time.Duration) time.Duration {
 	if c.cfg.TTLJitter <= 0 {
 		return ttl
 	}
-	return ttl - time.Duration(rand.Float64()*c.cfg.TTLJitter*float64(ttl))
+	return ttl - time.Duration(rand.Float64()*c.cfg.TTLJitter*float64(ttl)) // #nosec G404 -- expiry jitter, not a secret
 }
 
 // lifetime is how long a new entry stays fresh. Without SWR nothing is
@@ -107,7 +107,7 @@ func (c *Cache) lifetime(absent bool) time.Duration {
 // hash slot) so that load's fenced write cannot land afterwards with an
 // older value.
 func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duration) error {
-	b := e.encode()
+	b := c.seal(key, e)
 	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, key, b, ttl)
 		p.Del(ctx, c.lockKey(key))

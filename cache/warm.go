@@ -37,7 +37,7 @@ func (c *Cache) Warm(ctx context.Context, keys []string, loader func(key string)
 			}
 			warmed++
 		}
-		jitter := time.Duration(rand.Int64N(int64(20 * time.Millisecond)))
+		jitter := time.Duration(rand.Int64N(int64(20 * time.Millisecond))) // #nosec G404 -- pacing jitter, not a secret
 		select {
 		case <-ctx.Done():
 			return warmed, fmt.Errorf("warm: %w", ctx.Err())

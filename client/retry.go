@@ -87,7 +87,7 @@ func (p RetryPolicy) delay(n int, retryAfter time.Duration, rnd func(int64) int6
 }
 
 // randN is the default jitter source: uniform in [0, n).
-func randN(n int64) int64 { return rand.Int64N(n) }
+func randN(n int64) int64 { return rand.Int64N(n) } // #nosec G404 -- backoff jitter, not a secret
 
 // parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP-date
 // (RFC 9110 §10.2.3). A date in the past is zero; garbage is zero and

@@ -10,7 +10,6 @@ import (
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/time/rate"
 )
 
 // Cache penetration: a flood of unique ids that do not exist costs one
@@ -18,10 +17,12 @@ import (
 // helps for repeats. knownIDs is a Bloom filter of the ids that exist:
 // an id it has never seen is answered "not found" without a query, except
 // that an id above the highest known one — a product just created on
-// another instance — may be looked up within a small budget per second,
-// and the filter catches up with new ids at most once per second. So
-// unknown ids cost at most budget + 1 queries per second per instance,
-// whatever their number.
+// another instance — may be looked up within a small budget per second
+// shared by the whole fleet (a counter in Redis, cache.Quota), and the
+// filter catches up with new ids at most once per second per instance. So
+// unknown ids cost at most budget queries per second fleet-wide, plus one
+// per instance, whatever their number (budget per instance while Redis is
+// down).
 type knownIDs struct {
 	perSecond float64
 
@@ -32,7 +33,7 @@ type knownIDs struct {
 	caughtUp time.Time // of the last look for new ids
 
 	loading sync.Mutex // one (re)load or catch-up at a time
-	budget  *rate.Limiter
+	budget  interface{ Allow(context.Context) bool }
 }
 
 const (
@@ -50,12 +51,13 @@ const (
 )
 
 // FilterUnknownIDs turns on the penetration defence: at most perSecond
-// lookups per second of ids the filter does not know (plus one catch-up
-// query per second). Call it once, before serving: it loads the filter
+// lookups per second, across every instance sharing the cache's Redis and
+// namespace, of ids the filter does not know (plus one catch-up query per
+// second per instance). Call it once, before serving: it loads the filter
 // now, so no request waits for that. On an error the defence stays on and
 // the filter is loaded by a later read (at most one try a second).
 func (p *Products) FilterUnknownIDs(ctx context.Context, perSecond float64) error {
-	p.known = &knownIDs{perSecond: perSecond, budget: rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))}
+	p.known = &knownIDs{perSecond: perSecond, budget: p.cache.NewQuota("unknown-id-lookups", int(perSecond))}
 	if !p.known.refresh(ctx, p.pool, false) || !p.known.loaded() {
 		return errors.New("repo: product id filter not loaded yet")
 	}
@@ -94,7 +96,7 @@ func (k *knownIDs) check(ctx context.Context, pool interface {
 		return mayExist
 	case seen:
 		return mayExist
-	case id > maxID && k.budget.Allow():
+	case id > maxID && k.budget.Allow(ctx):
 		return lookUp // perhaps created on another instance a moment ago
 	case id > maxID && k.refresh(ctx, pool, true) && k.seen(id):
 		return mayExist
@@ -178,5 +180,5 @@ func (k *knownIDs) refresh(ctx context.Context, pool interface {
 }
 
 func idKey(id int64) []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(id))
+	return binary.BigEndian.AppendUint64(nil, uint64(id)) // #nosec G115 -- bytes of the id for hashing: any bijection will do
 }

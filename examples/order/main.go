@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -43,6 +44,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	timeout := fs.Duration("timeout", 15*time.Second, "deadline of the whole run")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *quantity < 1 || *quantity > math.MaxInt32 {
+		return fmt.Errorf("-quantity %d: want 1 to %d", *quantity, math.MaxInt32)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -1,0 +1,67 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/repo"
+)
+
+// TestUnknownIDLookupsFleetWide: three instances (each its own Redis client,
+// cache and filter, one database and cache namespace) share one budget of
+// lookups of ids above the highest known: 10 000 unique unknown ids spread
+// over them concurrently cost at most the budget per second once for the
+// fleet (plus one catch-up per second per instance and the filter's false
+// positives) — not three times the budget, as per-instance limits would.
+func TestUnknownIDLookupsFleetWide(t *testing.T) {
+	t.Parallel()
+	const instances, budget, flood = 3, 50, 10_000
+	pool := dbtest.NewPool(t, "repo", db.Config{MaxConns: 8})
+	ctx := testCtx(t)
+	ns := dbtest.Namespace(t, redisDB)
+	fleet := make([]*repo.Products, instances)
+	for i := range fleet {
+		c := cache.New(context.Background(), dbtest.NewRedis(t, redisDB), cache.Config{
+			Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: ns,
+		}, dbtest.Logger(t))
+		t.Cleanup(c.Close)
+		fleet[i] = repo.NewProducts(pool, c, dbtest.Logger(t))
+		if err := fleet[i].FilterUnknownIDs(ctx, budget); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	before := pool.Stat().AcquireCount()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range 3 * instances { // three workers per instance
+		wg.Go(func() {
+			for i := int64(w); i < flood; i += 3 * instances {
+				if _, _, err := fleet[w%instances].Get(ctx, 60_000_000+i); !errors.Is(err, repo.ErrNotFound) {
+					t.Errorf("Get(%d): got %v, want ErrNotFound", 60_000_000+i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	end := time.Now()
+	queries := pool.Stat().AcquireCount() - before
+	// Calendar seconds the flood touched: each one's budget once, and one
+	// catch-up per instance; false positives 0.1 % (10 expected, 40 allowed).
+	windows := end.Unix() - start.Unix() + 1
+	bound := budget*windows + instances*windows + 40
+	perInstance := instances * budget * int64(math.Ceil(end.Sub(start).Seconds()))
+	t.Logf("%d unknown ids over %d instances in %s (%d calendar seconds): %d queries; bound %d (per-instance budgets would allow about %d)",
+		flood, instances, end.Sub(start).Round(time.Millisecond), windows, queries, bound, perInstance)
+	if queries > bound {
+		t.Errorf("%d queries for %d unknown ids, want ≤ %d: the lookup budget is not shared by the fleet", queries, flood, bound)
+	}
+}
