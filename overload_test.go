@@ -12,10 +12,11 @@ import (
 // overloadEnv: a main pool of 2, a reports pool of 1, normal reads shed at 4
 // waiters (checkout at 8, reports at 1), and nothing else in the way: no
 // connection kept for checkout, so reads can hold both (the cap is what
-// these tests are about; db/admission_test.go covers the reservation).
+// these tests are about: ADMISSION=queue; db/admission_test.go covers the
+// reservation and deadline admission).
 func overloadEnv(t *testing.T) map[string]string {
 	return resEnv(t, map[string]string{
-		"DB_MAIN_MAX_CONNS": "2", "DB_REPORTS_MAX_CONNS": "1", "SHED_MAX_WAITING": "4", "DB_CHECKOUT_RESERVED": "0",
+		"DB_MAIN_MAX_CONNS": "2", "DB_REPORTS_MAX_CONNS": "1", "SHED_MAX_WAITING": "4", "DB_CHECKOUT_RESERVED": "0", "ADMISSION": "queue",
 		"DB_ACQUIRE_TIMEOUT": "2s", "DB_STATEMENT_TIMEOUT": "3s",
 		"RATE_LIMIT": "off", "CACHE_MODE": "lock",
 	})
