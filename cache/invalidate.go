@@ -76,6 +76,16 @@ func (c *Cache) subscribe(ctx context.Context, rdb redis.UniversalClient, channe
 // go-redis resubscribes by itself after a reconnect; messages published while
 // disconnected are lost, which L1's short TTL bounds.
 func (c *Cache) listen(sub *redis.PubSub) {
+	c.consume(sub, func(m *redis.Message) {
+		c.l1.remove(m.Payload)
+		c.stats.l1Invalidations.Add(1)
+	})
+}
+
+// consume hands every message of sub to handle until Close, then closes
+// sub: the one loop of the invalidation and fill listeners. It owns one
+// count of c.wg.
+func (c *Cache) consume(sub *redis.PubSub, handle func(*redis.Message)) {
 	defer c.wg.Done()
 	defer sub.Close()
 	ch := sub.Channel()
@@ -87,8 +97,7 @@ func (c *Cache) listen(sub *redis.PubSub) {
 			if !ok {
 				return
 			}
-			c.l1.remove(m.Payload)
-			c.stats.l1Invalidations.Add(1)
+			handle(m)
 		}
 	}
 }

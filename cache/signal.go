@@ -77,25 +77,14 @@ func (c *Cache) signal(ctx context.Context, key string, soft time.Time) {
 // until Close. A fill is also a change: with stale values served from L1,
 // the refresh's write must evict them on every instance.
 func (c *Cache) listenFills(sub *redis.PubSub) {
-	defer c.wg.Done()
-	defer sub.Close()
-	ch := sub.Channel()
-	for {
-		select {
-		case <-c.life.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			micros, key, _ := strings.Cut(m.Payload, " ")
-			if n, err := strconv.ParseInt(micros, 10, 64); err == nil && n > 0 {
-				// An older copy (a stale value served from L1) gives way
-				// to the fill, here too; the filled value itself is kept.
-				c.l1.evictOlder(key, time.UnixMicro(n))
-			}
-			c.fills.notify(key)
-			c.stats.fillSignals.Add(1)
+	c.consume(sub, func(m *redis.Message) {
+		micros, key, _ := strings.Cut(m.Payload, " ")
+		if n, err := strconv.ParseInt(micros, 10, 64); err == nil && n > 0 {
+			// An older copy (a stale value served from L1) gives way to
+			// the fill, here too; the filled value itself is kept.
+			c.l1.evictOlder(key, time.UnixMicro(n))
 		}
-	}
+		c.fills.notify(key)
+		c.stats.fillSignals.Add(1)
+	})
 }
