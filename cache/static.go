@@ -27,22 +27,9 @@ import (
 // Cache lives; one instance per period does the work, however many run it.
 // loader maps a key to its load. Close stops it.
 func (c *Cache) StartRepair(name string, period time.Duration, loader func(key string) LoadFunc) {
-	if len(c.cfg.Static) == 0 || !c.track() {
-		return
+	if len(c.cfg.Static) > 0 {
+		c.everyPeriod(period, func() { c.repairOnce(name, period, loader) })
 	}
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.life.Done():
-				return
-			case <-t.C:
-				c.repairOnce(name, period, loader)
-			}
-		}
-	}()
 }
 
 // repairOnce runs one period of the repair job, if no other instance has
@@ -50,15 +37,8 @@ func (c *Cache) StartRepair(name string, period time.Duration, loader func(key s
 func (c *Cache) repairOnce(name string, period time.Duration, loader func(key string) LoadFunc) int {
 	ctx, cancel := context.WithTimeout(c.life, period)
 	defer cancel()
-	// The marker outlives 90% of the period (see refreshAheadOnce): the
-	// next tick, here or elsewhere, finds it gone.
-	ok, err := c.rdb.SetNX(ctx, c.cfg.Namespace+"job:"+name+":ran", "1", period*9/10).Result()
-	if err != nil {
-		c.log.Warn("static repair: job marker failed", "job", name, "err", err)
+	if !c.claimPeriod(ctx, name, period) {
 		return 0
-	}
-	if !ok {
-		return 0 // another instance runs it this period
 	}
 	repaired := 0
 	for _, key := range c.cfg.Static {

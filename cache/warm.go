@@ -52,39 +52,16 @@ func (c *Cache) Warm(ctx context.Context, keys []string, loader func(key string)
 // load. A marker key (<namespace>job:<name>:ran, set NX for 90% of a period) lets one
 // instance per period do the work, however many run it. Close stops it.
 func (c *Cache) StartRefreshAhead(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
-	if len(keys) == 0 || !c.track() {
-		return
+	if len(keys) > 0 {
+		c.everyPeriod(period, func() { c.refreshAheadOnce(name, period, keys, loader) })
 	}
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.life.Done():
-				return
-			case <-t.C:
-				c.refreshAheadOnce(name, period, keys, loader)
-			}
-		}
-	}()
 }
 
 func (c *Cache) refreshAheadOnce(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
 	ctx, cancel := context.WithTimeout(c.life, period)
 	defer cancel()
-	// A once-per-period marker, not a lock: whoever sets it runs the job
-	// this period. It expires a little before the next tick (90%), so the
-	// same or another instance can run the next period on time; a lock
-	// lasting the whole period would still exist at the next tick and make
-	// the job skip every other run.
-	ok, err := c.rdb.SetNX(ctx, c.cfg.Namespace+"job:"+name+":ran", "1", period*9/10).Result()
-	if err != nil {
-		c.log.Warn("refresh-ahead: job marker failed", "job", name, "err", err)
+	if !c.claimPeriod(ctx, name, period) {
 		return
-	}
-	if !ok {
-		return // another instance runs it this period
 	}
 	for _, key := range keys {
 		if err := c.Reload(ctx, key, loader(key)); err != nil && !errors.Is(err, ErrNotObtained) {
