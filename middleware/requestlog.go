@@ -35,14 +35,19 @@ func RequestLog(log *slog.Logger) gin.HandlerFunc {
 		if c.Writer.Status() >= 500 {
 			level = slog.LevelWarn
 		}
-		log.Log(c.Request.Context(), level, "request",
-			"request_id", id,
-			"method", c.Request.Method,
-			"route", c.FullPath(),
-			"status", c.Writer.Status(),
-			"duration_ms", float64(time.Since(start).Microseconds())/1000,
-			"cache", c.Writer.Header().Get("X-Cache"),
-			"client_ip", c.ClientIP(),
+		ctx := c.Request.Context()
+		if !log.Enabled(ctx, level) {
+			return // LOG_LEVEL=warn: a hot path pays nothing for the access log
+		}
+		// Typed attributes: no boxing of each value into an any.
+		log.LogAttrs(ctx, level, "request",
+			slog.String("request_id", id),
+			slog.String("method", c.Request.Method),
+			slog.String("route", c.FullPath()),
+			slog.Int("status", c.Writer.Status()),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			slog.String("cache", c.Writer.Header().Get("X-Cache")),
+			slog.String("client_ip", c.ClientIP()),
 		)
 	}
 }

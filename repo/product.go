@@ -24,15 +24,21 @@ type Product struct {
 	UpdatedAt  time.Time `json:"updated_at"` // UTC; Last-Modified
 }
 
-// ETag is a strong entity tag (RFC 9110 §8.8.3) of p's JSON body: it hashes
-// exactly the bytes a response carries, so two equal tags mean two
-// byte-identical bodies, and a browser or a CDN may revalidate with it
-// whichever instance or cache tier answered.
+// ETag is a strong entity tag (RFC 9110 §8.8.3) of p's JSON body: see JSON.
 func (p Product) ETag() string {
-	b, _ := json.Marshal(p) // cannot fail: plain fields only
+	_, etag := p.JSON()
+	return etag
+}
+
+// JSON returns p's response body and its strong entity tag, from one
+// encoding. The tag hashes exactly the bytes the body carries, so two equal
+// tags mean two byte-identical bodies, and a browser or a CDN may
+// revalidate with it whichever instance or cache tier answered.
+func (p Product) JSON() (body []byte, etag string) {
+	body, _ = json.Marshal(p) // cannot fail: plain fields only
 	h := fnv.New64a()
-	h.Write(b) // #nosec G104 -- hash.Hash.Write never returns an error
-	return `"` + strconv.FormatUint(h.Sum64(), 36) + `"`
+	h.Write(body) // #nosec G104 -- hash.Hash.Write never returns an error
+	return body, `"` + strconv.FormatUint(h.Sum64(), 36) + `"`
 }
 
 // Matches reports whether an If-Match list (already split, "*" meaning any

@@ -24,11 +24,12 @@ type Products struct {
 	log   *slog.Logger
 	known *knownIDs   // nil: no penetration defence (FilterUnknownIDs)
 	reads readCounter // nil: reads not counted (CountReads)
+	seen  verified    // payloads already verified, so a hot read skips decoding
 }
 
 // NewProducts wires the products repository.
 func NewProducts(pool *db.Pool, c *cache.Cache, log *slog.Logger) *Products {
-	return &Products{pool: pool, cache: c, log: log}
+	return &Products{pool: pool, cache: c, log: log, seen: newVerified()}
 }
 
 // Freshness says how a product read was answered, for the X-Cache and
@@ -82,7 +83,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	if err != nil {
 		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
 	}
-	pr, bad := verify(res, id)
+	pr, bad := p.seen.check(res, id)
 	if bad != nil {
 		p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
 		if err := p.cache.Invalidate(ctx, Key(id)); err != nil {
@@ -91,7 +92,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 		if res, err = p.cache.Fetch(ctx, Key(id), load); err != nil {
 			return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
 		}
-		if pr, bad = verify(res, id); bad != nil {
+		if pr, bad = p.seen.check(res, id); bad != nil {
 			// Still bad (rewritten meanwhile, or Redis unwritable): answer
 			// from PostgreSQL, uncached.
 			p.log.Warn("cached product failed verification twice; answering from the database", "product", id, "err", bad)
