@@ -71,11 +71,19 @@ var experiments = []experiment{
 	{"admission", (*Lab).admission},
 	{"redis-down", (*Lab).redisDown},
 	{"cluster", (*Lab).redisClusterExp},
+	{"hot-key", (*Lab).hotKey},
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if body, ok := os.LookupEnv(bareEnv); ok { // the hot-key experiment's bare handler
+		if err := runBare(body); err != nil {
+			fmt.Fprintln(os.Stderr, "lab: bare handler:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
 		os.Exit(1)

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Hot-key throughput: rounds of hotKeyFor each, interleaved, so a noisy
+// machine moves every target alike; medians are compared.
+const (
+	hotKeyRounds  = 3
+	hotKeyFor     = 4 * time.Second
+	hotKeyWorkers = 32
+)
+
+// hotKey measures what the whole stack costs on its hottest path: one
+// product answered from L1, against a bare handler that answers the same
+// bytes with no middleware, no cache and no database, with the rate limiter
+// off and on (a limit never reached, so every request is counted).
+func (l *Lab) hotKey(ctx context.Context) *Experiment {
+	x := &Experiment{Name: "hot-key", Title: "one hot key through the full stack vs a bare handler",
+		Setup: fmt.Sprintf("1 instance, L1_TTL=1s, LOG_LEVEL=info (the access log is written); %d closed-loop workers "+
+			"GET /products/1 for %s per target, %d rounds interleaved (bare, limiter off, limiter on); the bare handler is a "+
+			"gin route in a process of its own returning the product's body; the client shares the machine's cores", hotKeyWorkers, hotKeyFor, hotKeyRounds),
+		Expect:  "full stack ≥ 0.85× the bare handler's requests/s with the limiter off, ≥ 0.7× with it on",
+		Columns: []string{"target", "requests/s (rounds)", "median", "× bare", "p99 (median round)"}}
+	stacks := []struct{ label, rate string }{{"full stack, RATE_LIMIT=off", "off"}, {"full stack, limiter on (100000000-S)", "100000000-S"}}
+	bases := make([]string, len(stacks))
+	for i, s := range stacks {
+		c, err := l.StartCluster(ctx, "hot-key-"+slug(s.rate), 1, map[string]string{
+			"L1_TTL": "1s", "RATE_LIMIT": s.rate, "RATE_LIMIT_KEY": "off",
+		}, false)
+		if err != nil {
+			return x.fail(err)
+		}
+		defer func() {
+			c.Stop()
+			_, _ = c.Close(context.Background())
+		}()
+		bases[i] = c.Bases()[0]
+	}
+	body := get(ctx, bases[0], "/products/1")
+	if body.Status != http.StatusOK {
+		return x.fail(fmt.Errorf("GET /products/1: %d %s", body.Status, body.Err))
+	}
+	bare, stop, err := serveBare(ctx, body.Body)
+	if err != nil {
+		return x.fail(err)
+	}
+	defer stop()
+	targets := append([]string{bare}, bases...)
+	labels := append([]string{"bare gin handler"}, stacks[0].label, stacks[1].label)
+	rounds := make([][]hotKeyRound, len(targets))
+	for range hotKeyRounds {
+		for i, base := range targets {
+			rounds[i] = append(rounds[i], closedLoop(ctx, base+"/products/1", hotKeyWorkers, hotKeyFor))
+		}
+	}
+	medians := make([]hotKeyRound, len(targets))
+	for i := range targets {
+		medians[i] = medianRound(rounds[i])
+		var each []string
+		for _, r := range rounds[i] {
+			each = append(each, fmt.Sprintf("%.0f", r.rps))
+		}
+		x.Table = append(x.Table, []string{labels[i], strings.Join(each, " / "), fmt.Sprintf("%.0f", medians[i].rps),
+			fmt.Sprintf("%.2f×", medians[i].rps/medians[0].rps), fmtMs(ms(medians[i].p99))})
+	}
+	off, on := medians[1].rps/medians[0].rps, medians[2].rps/medians[0].rps
+	x.check(off >= 0.85, "limiter off: %.2f× the bare handler (want ≥ 0.85×)", off)
+	x.check(on >= 0.7, "limiter on: %.2f× the bare handler (want ≥ 0.7×)", on)
+	for i, r := range medians {
+		x.check(r.failed == 0, "%s: %d requests failed in the median round", labels[i], r.failed)
+	}
+	return x
+}
+
+// hotKeyRound is one closed-loop run against one target.
+type hotKeyRound struct {
+	rps    float64
+	p99    time.Duration
+	failed int
+}
+
+// closedLoop runs workers that each send the next GET as soon as the last
+// one is answered, for d.
+func closedLoop(ctx context.Context, url string, workers int, d time.Duration) hotKeyRound {
+	hc := newClient(workers)
+	defer hc.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		failed int
+	)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var mine []time.Duration
+			bad := 0
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				status := rawGet(ctx, hc, url)
+				switch {
+				case status == http.StatusOK:
+					mine = append(mine, time.Since(t0))
+				case ctx.Err() == nil:
+					bad++
+				}
+			}
+			mu.Lock()
+			lat, failed = append(lat, mine...), failed+bad
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return hotKeyRound{rps: float64(len(lat)) / time.Since(start).Seconds(), p99: percentile(lat, 99), failed: failed}
+}
+
+// rawGet sends one GET and reads the body, the least a client can do (0:
+// no answer).
+func rawGet(ctx context.Context, hc *http.Client, url string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// medianRound is the round with the median throughput.
+func medianRound(rs []hotKeyRound) hotKeyRound {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b hotKeyRound) int { return int(a.rps - b.rps) })
+	return s[len(s)/2]
+}
+
+// bareEnv, set in the lab's own environment, makes the lab binary serve
+// the bare handler instead of running experiments (see main): a process of
+// its own, as the service is, so neither shares a Go runtime with the
+// load generator.
+const bareEnv = "LAB_BARE_BODY"
+
+// serveBare starts the lab binary again as the bare handler, answering
+// every GET /products/:id with body, and returns its base URL.
+func serveBare(ctx context.Context, body string) (base string, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- the lab re-runs itself
+	cmd.Env = append(os.Environ(), bareEnv+"="+body)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("bare handler: %w", err)
+	}
+	return "http://" + strings.TrimSpace(line), stop, nil
+}
+
+// runBare is the bare handler's process: gin with one route and nothing
+// else, on a loopback port it prints, until killed.
+func runBare(body string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	b := []byte(body)
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	engine.GET("/products/:id", func(c *gin.Context) {
+		c.Header("X-Cache", "HIT")
+		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+	})
+	srv := &http.Server{Handler: engine, ReadHeaderTimeout: 5 * time.Second}
+	return srv.Serve(ln)
+}
