@@ -166,15 +166,16 @@ func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Conf
 	if name == "reports" && cfg.DatabaseReadURL != "" {
 		url = cfg.DatabaseReadURL // reports tolerate a replica's lag
 	}
-	reserved := 0
+	reserved, prepare := 0, []string(nil)
 	if name == "main" {
 		reserved = cfg.CheckoutReserved // checkout never waits behind reads
+		prepare = repo.Statements()     // a cold key's load is one round trip
 	}
 	return db.Config{
 		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler, ReservedCritical: reserved, // #nosec G115 -- loadConfig caps it at MaxInt32
 		AdmitByDeadline: cfg.Admission == "deadline",
 		AcquireTimeout:  cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
-		Breaker: breakerConfig(cfg, log),
+		Breaker: breakerConfig(cfg, log), Prepare: prepare,
 	}
 }
 

@@ -46,6 +46,10 @@ type Config struct {
 	AdmitByDeadline bool
 	// Tracer sees every query (e.g. OpenTelemetry spans); nil: none.
 	Tracer pgx.QueryTracer
+	// Prepare lists statements prepared on every new connection (warm.go),
+	// so a cold key's load is one round trip. Ignored behind a pooler in
+	// transaction mode, where a connection is not one server session.
+	Prepare []string
 }
 
 func (c Config) withDefaults() Config {
@@ -100,6 +104,10 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * cfg.StatementTimeout).Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["application_name"] = "stampede-guard/" + cfg.Name
 	applyPooler(pc, cfg.Pooler)
+	pc.ShouldPing = shouldPing
+	if len(cfg.Prepare) > 0 && !cfg.Pooler.Behind() {
+		pc.AfterConnect = prepareOnConnect(cfg.Prepare)
+	}
 	if cfg.Tracer != nil {
 		pc.ConnConfig.Tracer = cfg.Tracer
 	}

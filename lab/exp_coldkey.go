@@ -14,8 +14,9 @@ func (l *Lab) coldKey(ctx context.Context) *Experiment {
 		Setup: fmt.Sprintf("%d instances × %d concurrent GET /products/1 on an empty cache, %s on the DB link, L1 off, "+
 			"rate limit off; shedding off and a long acquire timeout (ADMISSION=queue, SHED_MAX_WAITING=100000, DB_MAIN_MAX_CONNS=10, "+
 			"DB_ACQUIRE_TIMEOUT=8s, DB_STATEMENT_TIMEOUT=1s, REQUEST_TIMEOUT=9s) so that only the cache mode decides", n, per, l.delay),
-		Expect:  "naive: one query per request; singleflight: one per instance; lock, swr, xfetch: 1 query, 0 lock keys left; all answered",
-		Columns: []string{"mode", "DB queries", "app loads", "ok", "failed", "p50", "p99", "lock keys left"}}
+		Expect: "naive: one query per request; singleflight: one per instance; lock, swr, xfetch: 1 query, 0 lock keys left, all " +
+			"answered, p99 ≤ 1.3 × the query time (the link's round trip: a load is one, its statement prepared at connect)",
+		Columns: []string{"mode", "DB queries", "app loads", "ok", "failed", "p50", "p99", "p99 ÷ query", "lock keys left"}}
 	total := n * per
 	for _, mode := range []string{"naive", "singleflight", "lock", "swr", "xfetch"} {
 		env := map[string]string{"CACHE_MODE": mode, "SHED_MAX_WAITING": "100000", "ADMISSION": "queue", "DB_MAIN_MAX_CONNS": "10",
@@ -32,7 +33,7 @@ func (l *Lab) coldKey(ctx context.Context) *Experiment {
 		if p := r.phase("burst"); p != nil {
 			b := p.Load
 			x.Table = append(x.Table, []string{mode, itoa(r.DBQueries), fnum(r.App["stampede_cache_loads_total"]),
-				itoa(b.OK), failedCell(b), fmtMs(b.P50Ms), fmtMs(b.P99Ms), fnum(r.Figures["lock_keys_left"])})
+				itoa(b.OK), failedCell(b), fmtMs(b.P50Ms), fmtMs(b.P99Ms), fmt.Sprintf("%.2f×", b.P99Ms/ms(l.delay)), fnum(r.Figures["lock_keys_left"])})
 			switch mode {
 			case "naive":
 				x.check(r.DBQueries >= int64(total)*9/10, "naive: %d queries for %d requests (want ≥ 90%%)", r.DBQueries, total)
@@ -41,6 +42,10 @@ func (l *Lab) coldKey(ctx context.Context) *Experiment {
 			default:
 				x.check(r.DBQueries == 1 && r.Figures["lock_keys_left"] == 0 && b.OK == total,
 					"%s: %d query, %d lock keys left, %d/%d ok (want 1, 0, all)", mode, r.DBQueries, int(r.Figures["lock_keys_left"]), b.OK, total)
+				if l.delay > 0 {
+					x.check(b.P99Ms <= 1.3*ms(l.delay), "%s: p99 %s = %.2f × the query time %s (want ≤ 1.3×)",
+						mode, fmtMs(b.P99Ms), b.P99Ms/ms(l.delay), fmtMs(ms(l.delay)))
+				}
 			}
 		}
 		if err != nil {

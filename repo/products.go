@@ -124,7 +124,7 @@ func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 	var pr Product
 	err := p.with(ctx, func(conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx,
-			`SELECT `+productColumns+` FROM products WHERE id = $1`, id,
+			selectProduct, id,
 		).Scan(pr.fields()...)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -240,6 +240,13 @@ func checkIfMatch(ctx context.Context, tx pgx.Tx, id int64, tags []string) error
 // productColumns and fields keep every query's column list and its Scan
 // targets in one place.
 const productColumns = `id, name, price_cents, updated_at`
+
+// selectProduct is the query behind every cache load of a product.
+const selectProduct = `SELECT ` + productColumns + ` FROM products WHERE id = $1`
+
+// Statements are the queries worth preparing on every new connection
+// (db.Config.Prepare): the cache's load, which a cold hot key waits on.
+func Statements() []string { return []string{selectProduct} }
 
 func (p *Product) fields() []any { return []any{&p.ID, &p.Name, &p.PriceCents, &p.UpdatedAt} }
 

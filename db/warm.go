@@ -1,0 +1,59 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A load on a cold key is one query; on a link with latency L it should cost
+// L, not 2L or 3L. pgx spends extra round trips in two places by default:
+// it pings every connection idle for more than a second before handing it
+// out, and it prepares each statement on a connection the first time that
+// connection runs it. Both land on exactly the requests that hurt most, the
+// first ones after a quiet spell, when a hot key has just expired.
+
+// pingIdleAfter is how long a connection may sit idle before it is pinged
+// (one round trip) rather than only checked locally.
+const pingIdleAfter = time.Minute
+
+// shouldPing replaces pgxpool's "ping whatever was idle more than a second".
+// A connection idle for less than pingIdleAfter is checked without a round
+// trip (CheckConn: a read with a 1 ms deadline), which catches what a
+// database restart or pg_terminate_backend leaves behind, a connection the
+// server closed. Only one idle for longer, which a silent network path may
+// have lost, is pinged.
+func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
+	switch {
+	case p.IdleDuration <= time.Second:
+		return false
+	case p.IdleDuration > pingIdleAfter:
+		return true
+	}
+	// A closed connection fails the check and is closed by it; the ping
+	// then fails at once and pgxpool hands out another connection.
+	return p.Conn.PgConn().CheckConn() != nil
+}
+
+// prepareOnConnect prepares statements on every new connection (named by
+// their SQL, which is how pgx finds them again at Query), so their first
+// use on it costs one round trip, in the connection's own start-up rather
+// than in a request. A statement the server rejects (its table does not
+// exist before the migrations ran) is left to be prepared at first use, as
+// without this; only a broken connection fails the connect.
+func prepareOnConnect(statements []string) func(context.Context, *pgx.Conn) error {
+	return func(ctx context.Context, conn *pgx.Conn) error {
+		for _, sql := range statements {
+			var pgErr *pgconn.PgError
+			if _, err := conn.Prepare(ctx, sql, sql); err != nil && !errors.As(err, &pgErr) {
+				return fmt.Errorf("prepare %q: %w", sql, err)
+			}
+		}
+		return nil
+	}
+}
