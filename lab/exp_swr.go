@@ -22,10 +22,14 @@ func (l *Lab) swr(ctx context.Context) *Experiment {
 	rows := []struct {
 		label, kind string
 		env         map[string]string
+		total       int // burst size; 0: instances × per-instance
 	}{
-		{"hit, fresh entry", "hit", map[string]string{"CACHE_MODE": "swr"}},
-		{"lock, CACHE_TTL=1s", "lock", map[string]string{"CACHE_MODE": "lock", "CACHE_TTL": "1s", "CACHE_SOFT_TTL": "500ms"}},
-		{"swr, CACHE_SOFT_TTL=1s", "swr", map[string]string{"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "1s"}},
+		{"hit, fresh entry", "hit", map[string]string{"CACHE_MODE": "swr"}, 0},
+		{"lock, CACHE_TTL=1s", "lock", map[string]string{"CACHE_MODE": "lock", "CACHE_TTL": "1s", "CACHE_SOFT_TTL": "500ms"}, 0},
+		{"swr, CACHE_SOFT_TTL=1s", "swr", map[string]string{"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "1s"}, 0},
+		// Stale at memory speed: the stale value is served from L1 while
+		// the one refresh runs; 200 reads in all, as in the goal.
+		{"swr + L1 (L1_TTL=500ms), 200 reads", "swr-l1", map[string]string{"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "1s", "L1_TTL": "500ms"}, 200},
 	}
 	p99 := map[string]float64{}
 	for _, row := range rows {
@@ -50,7 +54,11 @@ func (l *Lab) swr(ctx context.Context) *Experiment {
 				}
 			}
 			l.phase(r, "burst", func() ([]Result, time.Duration) {
-				rs, wall := Burst(ctx, spread(c.Bases(), n*per, samePath("/products/1")))
+				total := n * per
+				if row.total > 0 {
+					total = row.total
+				}
+				rs, wall := Burst(ctx, spread(c.Bases(), total, samePath("/products/1")))
 				t0 := time.Now().Add(-wall)
 				first := time.Duration(-1)
 				for _, res := range rs {
@@ -104,6 +112,13 @@ func (l *Lab) swr(ctx context.Context) *Experiment {
 					"swr: p99 %s, like a hit (%s) and far below waiting for the reload (%s)", fmtMs(b.P99Ms), fmtMs(p99["hit"]), fmtMs(p99["lock"]))
 				x.check(burst.DBLink.Executes == 1, "swr: %d background query for the burst (want 1)", burst.DBLink.Executes)
 				x.check(r.Values["new_value_first_served"] == "later GET HIT", "swr: the new value was first served by: %s (want a later GET, HIT)",
+					r.Values["new_value_first_served"])
+			case "swr-l1":
+				x.check(b.XCache["STALE"] == b.Requests && old == b.Requests,
+					"swr + L1: %d/%d answers STALE, %d with the old value (want all)", b.XCache["STALE"], b.Requests, old)
+				x.check(b.P99Ms <= 10, "swr + L1: p99 %s for %d stale reads (want ≤ 10 ms)", fmtMs(b.P99Ms), b.Requests)
+				x.check(burst.DBLink.Executes == 1, "swr + L1: %d background query fleet-wide (want 1)", burst.DBLink.Executes)
+				x.check(strings.HasPrefix(r.Values["new_value_first_served"], "later GET"), "swr + L1: the new value was first served by: %s (want a later GET)",
 					r.Values["new_value_first_served"])
 			}
 		}
