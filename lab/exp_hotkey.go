@@ -36,11 +36,15 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 			"gin route in a process of its own returning the product's body; the client shares the machine's cores", hotKeyWorkers, hotKeyFor, hotKeyRounds),
 		Expect:  "full stack ≥ 0.85× the bare handler's requests/s with the limiter off, ≥ 0.7× with it on",
 		Columns: []string{"target", "requests/s (rounds)", "median", "× bare", "p99 (median round)"}}
-	stacks := []struct{ label, rate string }{{"full stack, RATE_LIMIT=off", "off"}, {"full stack, limiter on (100000000-S)", "100000000-S"}}
+	stacks := []struct{ label, rate, level string }{
+		{"full stack, RATE_LIMIT=off", "off", "info"},
+		{"full stack, limiter on (100000000-S)", "100000000-S", "info"},
+		{"full stack, limiter on, LOG_LEVEL=warn (no access log)", "100000000-S", "warn"},
+	}
 	bases := make([]string, len(stacks))
 	for i, s := range stacks {
-		c, err := l.StartCluster(ctx, "hot-key-"+slug(s.rate), 1, map[string]string{
-			"L1_TTL": "1s", "RATE_LIMIT": s.rate, "RATE_LIMIT_KEY": "off",
+		c, err := l.StartCluster(ctx, "hot-key-"+slug(s.rate+"-"+s.level), 1, map[string]string{
+			"L1_TTL": "1s", "RATE_LIMIT": s.rate, "RATE_LIMIT_KEY": "off", "LOG_LEVEL": s.level,
 		}, false)
 		if err != nil {
 			return x.fail(err)
@@ -61,7 +65,10 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	}
 	defer stop()
 	targets := append([]string{bare}, bases...)
-	labels := append([]string{"bare gin handler"}, stacks[0].label, stacks[1].label)
+	labels := []string{"bare gin handler"}
+	for _, s := range stacks {
+		labels = append(labels, s.label)
+	}
 	rounds := make([][]hotKeyRound, len(targets))
 	for range hotKeyRounds {
 		for i, base := range targets {
