@@ -142,3 +142,15 @@ func jsonField(body []byte, name string) any {
 	_ = json.Unmarshal(body, &m)
 	return m[name]
 }
+
+// waitFor polls cond every 5 ms until it holds or within passes.
+func waitFor(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}

@@ -123,15 +123,3 @@ func eventually(t *testing.T, within time.Duration, what string, try func() (boo
 	}
 	t.Fatalf("%s: not within %s; last: %s", what, within, state)
 }
-
-// waitFor polls cond every 5 ms until it holds or within passes.
-func waitFor(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
