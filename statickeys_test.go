@@ -57,7 +57,7 @@ func TestStaticKeyWriteReachesEveryInstance(t *testing.T) {
 	for k, v := range map[string]string{"STATIC_KEYS": fmt.Sprint(id), "CACHE_TTL": "60s", "CACHE_SOFT_TTL": "50s", "L1_TTL": "30s"} {
 		env[k] = v
 	}
-	a, b := launchApp(t, env, nil), launchApp(t, env)
+	a, b := launchApp(t, env), launchApp(t, env)
 	baseA, baseB := a.waitListening(), b.waitListening()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
