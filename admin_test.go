@@ -15,7 +15,7 @@ import (
 func TestAdminStateListsLockHolders(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	a.waitListening()
 	admin := a.logs.records("admin listening")
 	if len(admin) == 0 {

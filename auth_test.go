@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestWritesNeedAPIKey: product writes answer 401 (JSON error and
@@ -86,11 +83,7 @@ func TestKeysCreateCommand(t *testing.T) {
 		t.Fatalf("keys create printed %q, want one key", out.String())
 	}
 
-	conn, err := pgx.Connect(t.Context(), env["DATABASE_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := dbConn(t, env["DATABASE_URL"])
 	var stored []byte
 	var scope string
 	if err := conn.QueryRow(t.Context(), `SELECT key_sha256, scope FROM api_keys`).Scan(&stored, &scope); err != nil {

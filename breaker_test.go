@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stampede-guard/api/breaker"
-	"github.com/stampede-guard/api/db/dbtest"
 )
 
 // breakerWent reports whether the service logged breaker (e.g.
@@ -33,26 +31,18 @@ func breakerWent(logs *logCapture, breaker, to string) bool {
 // returns, the breaker's own probe closes it, without a restart.
 func TestBreakerDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	link := dbtest.NewProxy(t, "127.0.0.1:5432")
-	dbURL, err := url.Parse(dbtest.NewDatabase(t, "breaker"))
-	if err != nil {
-		t.Fatalf("parse database URL: %v", err)
-	}
-	dbURL.Host = link.Addr()
-	const warm = 10
-	next := int64(700) // uncached ids: 700, 701, …
-	uncached := func() string { next++; return fmt.Sprintf("/products/%d", next) }
-	ids := []int64{warm}
-	for id := next + 1; id <= next+60; id++ {
-		ids = append(ids, id)
-	}
-
-	a := launchApp(t, map[string]string{
-		"DATABASE_URL": dbURL.String(), "REDIS_URL": dbtest.RedisDBURL(redisDB),
-		"CACHE_NAMESPACE":  dbtest.Namespace(t, redisDB),
+	env := testEnv(t, map[string]string{
 		"BREAKER_FAILURES": "3", "BREAKER_OPEN_MIN": "100ms", "BREAKER_OPEN_MAX": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
 		"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "200ms", "L1_TTL": "0", "RATE_LIMIT": "off",
-	}, nil)
+		// The deployment's defaults otherwise: no write keys, a per-key budget.
+		"RATE_LIMIT_KEY": "", "API_KEYS": "",
+	})
+	link := proxyDatabase(t, env)
+	warm := productID(t)
+	var next int64 // the last uncached id read
+	uncached := func() string { next = productID(t); return fmt.Sprintf("/products/%d", next) }
+
+	a := launchApp(t, env)
 	base := a.waitListening()
 	m := scrape(t, base)
 	for _, b := range []string{"postgres_main", "postgres_reports", "redis"} {
@@ -115,7 +105,7 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 		// leaves it uncached.
 		read := timedGet(fmt.Sprintf("%s/products/%d", base, next))
 		if read.status == http.StatusOK {
-			next++
+			next = productID(t)
 		}
 		ready, body, err := send("GET", base+"/readyz", nil, "")
 		healthy := err == nil && ready.StatusCode == http.StatusOK && strings.Contains(string(body), `"degraded":false`)

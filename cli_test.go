@@ -146,7 +146,7 @@ func TestMigrateOnStartOff(t *testing.T) {
 	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
 	mustCLI(t, env["DATABASE_URL"], "migrate", "down")
 	env["MIGRATE_ON_START"] = "false"
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := a.waitListening()
 	if recs := a.logs.records("migration applied"); len(recs) != 0 {
 		t.Errorf("MIGRATE_ON_START=false: %d migrations applied at start, want 0", len(recs))

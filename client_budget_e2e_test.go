@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/client"
-	"github.com/stampede-guard/api/db/dbtest"
 )
 
 // TestClientFleetRetryBudgetDuringOutage: PostgreSQL goes away for 5 s
@@ -24,23 +22,18 @@ import (
 // per call that retries without a budget would add to the outage.
 func TestClientFleetRetryBudgetDuringOutage(t *testing.T) {
 	t.Parallel()
-	link := dbtest.NewProxy(t, "127.0.0.1:5432")
-	dbURL, err := url.Parse(dbtest.NewDatabase(t, "fleet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dbURL.Host = link.Addr()
-	dbtest.NewRedis(t, clientRedisDB) // flushed once per test binary: the ids below are uncached
-	const fleet, firstID = 50, int64(640)
-	ids := make([]int64, fleet)
-	for i := range ids {
-		ids[i] = firstID + int64(i)
-	}
-	a := launchApp(t, map[string]string{
-		"DATABASE_URL": dbURL.String(), "REDIS_URL": dbtest.RedisDBURL(clientRedisDB),
+	env := testEnv(t, map[string]string{
 		"BREAKER_FAILURES": "3", "BREAKER_OPEN_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
-		"L1_TTL": "0", "RATE_LIMIT": "off",
-	}, nil)
+		// The deployment's defaults otherwise: no write keys, a per-key budget.
+		"RATE_LIMIT_KEY": "", "API_KEYS": "",
+	})
+	link := proxyDatabase(t, env)
+	const fleet = 50
+	ids := make([]int64, fleet) // uncached: the test's own namespace
+	for i := range ids {
+		ids[i] = productID(t)
+	}
+	a := launchApp(t, env)
 	gw := newGateway(t, a.waitListening(), "")
 
 	const outage, every = 5 * time.Second, 400 * time.Millisecond

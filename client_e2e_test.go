@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,20 +20,6 @@ import (
 // e2eAPIKey is the write key the client tests start the app with.
 const e2eAPIKey = "client-e2e-key-0123456789"
 
-// clientRedisDB is the Redis logical database of the client and static-key
-// tests: products they create get ids (1001, …) that other tests' databases
-// reuse, so their cached entries must not share db 4 with those tests.
-const clientRedisDB = 6
-
-// clientEnv is testEnv on Redis db clientRedisDB.
-func clientEnv(t *testing.T) map[string]string {
-	t.Helper()
-	env := testEnv(t)
-	dbtest.NewRedis(t, clientRedisDB) // flushes it once per test binary
-	env["REDIS_URL"] = dbtest.RedisDBURL(clientRedisDB)
-	return env
-}
-
 func newAPI(t *testing.T, base string, opts ...client.Option) *client.Client {
 	t.Helper()
 	api, err := client.New(base, append([]client.Option{client.WithAPIKey(e2eAPIKey)}, opts...)...)
@@ -44,19 +29,11 @@ func newAPI(t *testing.T, base string, opts ...client.Option) *client.Client {
 	return api
 }
 
-// testClientIP returns an address from the benchmarking range 198.18/15,
-// random per test, for X-Forwarded-For: the test's own rate-limit bucket.
-func testClientIP() string {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("198.19.%d.%d", b[0], 1+b[1]%254)
-}
-
 // TestClientEveryRoute calls every route once through the client and
 // checks the typed answers, errors included.
 func TestClientEveryRoute(t *testing.T) {
 	t.Parallel()
-	env := clientEnv(t)
+	env := testEnv(t)
 	env["API_KEYS"] = e2eAPIKey
 	base, _ := startApp(t, env)
 	api := newAPI(t, base)

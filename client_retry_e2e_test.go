@@ -22,7 +22,7 @@ import (
 // answers were replayed, not placed again.
 func TestClientRetryAfterAndNoDuplicateOrders(t *testing.T) {
 	t.Parallel()
-	env := clientEnv(t)
+	env := testEnv(t)
 	env["API_KEYS"] = e2eAPIKey
 	env["RATE_LIMIT"] = "5-S"
 	env["TRUSTED_PROXIES"] = "127.0.0.1/32"

@@ -49,7 +49,7 @@ func TestClusterConfigErrors(t *testing.T) {
 // TestNewRedisPicksClient: REDIS_CLUSTER_ADDRS selects a cluster client
 // with the single-node client's timeouts and retries.
 func TestNewRedisPicksClient(t *testing.T) {
-	single, err := newRedis(config{RedisURL: "redis://127.0.0.1:6379/0"})
+	single, err := newRedis(config{RedisURL: dbtest.RedisURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestAppOnCluster(t *testing.T) {
 	env["HOT_KEY_COPIES"] = "3"
 	env["HOT_KEY_DETECT"] = "false" // copies of every key, not only of hot ones
 	env["L1_TTL"] = "1s"
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := a.waitListening()
 	rdb := rediscluster.NewClient(t)
 	ctx := context.Background()

@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stampede-guard/api/db/dbtest"
 )
@@ -46,28 +43,6 @@ func burst(t *testing.T, base string, n int, headers map[string]string, body str
 	close(start)
 	wg.Wait()
 	return results
-}
-
-// dbConn connects to the test's database for set-up and checks.
-func dbConn(t *testing.T, url string) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("connect to test database: %v", err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return conn
-}
-
-func scalar(t *testing.T, conn *pgx.Conn, sql string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
 }
 
 // TestConcurrencyCheckoutNeverOversells: 20 buyers race for 5 items; exactly

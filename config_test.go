@@ -10,11 +10,6 @@ import (
 	"github.com/stampede-guard/api/cache"
 )
 
-// envOf is a getenv over a map.
-func envOf(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}
-
 // configErrorCases are environments loadConfig must refuse, with what the
 // error must name: the variable and, for a malformed value, the value.
 var configErrorCases = []struct {

@@ -32,7 +32,7 @@ func TestConsoleChartsReceiveData(t *testing.T) {
 	browser := chromiumPath(t)
 	env := testEnv(t)
 	env["CACHE_SOFT_TTL"] = "300ms" // keeps refreshes (and lock activity) coming
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := a.waitListening()
 	admin := a.logs.records("admin listening")
 	if len(admin) == 0 {

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/stampede-guard/api/db/dbtest"
 	"github.com/stampede-guard/api/repo"
 )
@@ -78,10 +76,10 @@ func TestLockHolderCrash(t *testing.T) {
 	} {
 		env[k] = v
 	}
-	const id = 517
+	id := productID(t)
 	holder, cmd := startChild(t, env) // migrates the database
 	want := productName(t, env["DATABASE_URL"], id)
-	others := []string{launchApp(t, env, nil).waitListening(), launchApp(t, env, nil).waitListening()}
+	others := []string{launchApp(t, env).waitListening(), launchApp(t, env).waitListening()}
 
 	link.SetDelay(time.Second)
 	before := queries.Load()
@@ -131,11 +129,7 @@ func productName(t *testing.T, dbURL string, id int64) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := dbConn(t, dbURL)
 	var name string
 	if err := conn.QueryRow(ctx, "SELECT name FROM products WHERE id = $1", id).Scan(&name); err != nil {
 		t.Fatalf("product %d: %v", id, err)

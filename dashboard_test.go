@@ -1,24 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/metricstext"
 )
 
 // The Grafana dashboard is only useful if every query names a metric the
@@ -28,32 +21,13 @@ import (
 
 const dashboardPath = "observability/grafana/dashboard.json"
 
-// grafanaDashboard is the part of dashboard.json the tests read.
-type grafanaDashboard struct {
-	UID           string         `json:"uid"`
-	SchemaVersion int            `json:"schemaVersion"`
-	Panels        []grafanaPanel `json:"panels"`
-}
-
-type grafanaPanel struct {
-	ID         int                `json:"id"`
-	Title      string             `json:"title"`
-	Type       string             `json:"type"`
-	Datasource *grafanaDatasource `json:"datasource"`
-	Targets    []grafanaTarget    `json:"targets"`
-	Panels     []grafanaPanel     `json:"panels"` // collapsed rows
-}
-
+// grafanaTarget is one query of a panel: what these tests read of
+// dashboard.json (its structure is checked in checks/grafana_test.go).
 type grafanaTarget struct {
-	RefID        string             `json:"refId"`
-	Expr         string             `json:"expr"`
-	LegendFormat string             `json:"legendFormat"`
-	Datasource   *grafanaDatasource `json:"datasource"`
-}
-
-type grafanaDatasource struct {
-	Type string `json:"type"`
-	UID  string `json:"uid"`
+	RefID        string `json:"refId"`
+	Expr         string `json:"expr"`
+	LegendFormat string `json:"legendFormat"`
+	where        string // panel 3 "Title" target A
 }
 
 var (
@@ -71,14 +45,10 @@ var (
 )
 
 func TestDashboardMetricsAreExported(t *testing.T) {
-	dash := loadDashboard(t)
+	targets := dashboardTargets(t)
 	exp := scrapeDashboardApp(t)
-
-	for _, p := range dashboardPanels(dash.Panels) {
-		for _, tg := range p.Targets {
-			where := fmt.Sprintf("panel %d %q target %s", p.ID, p.Title, tg.RefID)
-			checkDashboardExpr(t, where, tg, exp)
-		}
+	for _, tg := range targets {
+		checkDashboardExpr(t, tg.where, tg, exp)
 	}
 }
 
@@ -86,23 +56,14 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 // but Prometheus's own scrapes, every series a panel reads already exists
 // (at zero), so no panel shows "No data" before the first refusal or load.
 func TestDashboardSeriesExistAtStart(t *testing.T) {
-	dash := loadDashboard(t)
+	targets := dashboardTargets(t)
 	base := startDashboardApp(t, map[string]string{"L1_TTL": "0"})
 	var exp dashExport
 	for range 2 { // the first scrape is the first request the histogram sees
-		code, body := httpGet(t, base+"/metrics", nil)
-		if code != http.StatusOK {
-			t.Fatalf("GET /metrics: %d %s", code, body)
-		}
-		var err error
-		if exp, err = parseDashboardMetrics(body); err != nil {
-			t.Fatalf("GET /metrics: %v", err)
-		}
+		exp = newDashExport(scrapeMetrics(t, base))
 	}
-	for _, p := range dashboardPanels(dash.Panels) {
-		for _, tg := range p.Targets {
-			checkDashboardExpr(t, fmt.Sprintf("fresh app: panel %d %q target %s", p.ID, p.Title, tg.RefID), tg, exp)
-		}
+	for _, tg := range targets {
+		checkDashboardExpr(t, "fresh app: "+tg.where, tg, exp)
 	}
 }
 
@@ -140,7 +101,7 @@ func checkDashboardExpr(t *testing.T, where string, tg grafanaTarget, exp dashEx
 			if (op == "=" || op == "=~") && dashPlainValuesRe.MatchString(value) {
 				for _, v := range strings.Split(value, "|") {
 					if !values[v] {
-						t.Errorf("%s: %s{%s} never has value %q (exported: %s)", where, name, label, v, strings.Join(dashSortedKeys(values), ", "))
+						t.Errorf("%s: %s{%s} never has value %q (exported: %s)", where, name, label, v, strings.Join(slices.Sorted(maps.Keys(values)), ", "))
 					}
 				}
 			}
@@ -156,7 +117,7 @@ func checkDashboardExpr(t *testing.T, where string, tg grafanaTarget, exp dashEx
 			}
 			grouping[l] = true
 			if !labels[l] {
-				t.Errorf("%s: groups by %q, which no series in %q has (labels: %s)", where, l, tg.Expr, strings.Join(dashSortedKeys(labels), ", "))
+				t.Errorf("%s: groups by %q, which no series in %q has (labels: %s)", where, l, tg.Expr, strings.Join(slices.Sorted(maps.Keys(labels)), ", "))
 			}
 		}
 	}
@@ -175,25 +136,32 @@ func checkDashboardExpr(t *testing.T, where string, tg grafanaTarget, exp dashEx
 	}
 }
 
-func loadDashboard(t *testing.T) grafanaDashboard {
+// dashboardTargets reads every panel's queries, those of collapsed rows
+// included.
+func dashboardTargets(t *testing.T) []grafanaTarget {
 	t.Helper()
 	b, err := os.ReadFile(dashboardPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d grafanaDashboard
+	type panel struct {
+		ID      int             `json:"id"`
+		Title   string          `json:"title"`
+		Targets []grafanaTarget `json:"targets"`
+		Panels  []panel         `json:"panels"` // a collapsed row's
+	}
+	var d struct{ Panels []panel }
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("%s: %v", dashboardPath, err)
 	}
-	return d
-}
-
-// dashboardPanels flattens collapsed rows.
-func dashboardPanels(ps []grafanaPanel) []grafanaPanel {
-	var out []grafanaPanel
-	for _, p := range ps {
-		out = append(out, p)
-		out = append(out, dashboardPanels(p.Panels)...)
+	var out []grafanaTarget
+	for ps := d.Panels; len(ps) > 0; ps = ps[1:] {
+		p := ps[0]
+		ps = append(ps, p.Panels...)
+		for _, tg := range p.Targets {
+			tg.where = fmt.Sprintf("panel %d %q target %s", p.ID, p.Title, tg.RefID)
+			out = append(out, tg)
+		}
 	}
 	return out
 }
@@ -229,7 +197,7 @@ func (e dashExport) hasSeries(name string) bool {
 // familyNames lists the app's own families (not go_*, process_*).
 func (e dashExport) familyNames() []string {
 	var names []string
-	for _, n := range dashSortedKeys(e.types) {
+	for _, n := range slices.Sorted(maps.Keys(e.types)) {
 		if dashMetricRe.MatchString(n) {
 			names = append(names, n)
 		}
@@ -246,202 +214,50 @@ func scrapeDashboardApp(t *testing.T) dashExport {
 	// a trusted proxy) with a budget of one request a minute: the second
 	// request is refused, so stampede_requests_refused_total has a series,
 	// and no other test's budget is touched.
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	clientIP := fmt.Sprintf("198.18.%d.%d", b[0], 1+b[1]%254)
+	clientIP := testClientIP()
 	base := startDashboardApp(t, map[string]string{
 		"RATE_LIMIT":      "1-M",
 		"TRUSTED_PROXIES": "127.0.0.1/32",
 		"L1_TTL":          "0",
 	})
-	get := func(path string, header map[string]string) (int, []byte) {
-		t.Helper()
-		return httpGet(t, base+path, header)
-	}
 	xff := map[string]string{"X-Forwarded-For": clientIP}
-	if code, body := get("/products/1", xff); code != http.StatusOK {
-		t.Fatalf("GET /products/1: %d %s, want 200", code, body)
+	if resp, body := call(t, http.MethodGet, base+"/products/1", xff, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /products/1: %d %s, want 200", resp.StatusCode, body)
 	}
-	if code, body := get("/products/1", xff); code != http.StatusTooManyRequests {
-		t.Fatalf("second GET /products/1 from %s with RATE_LIMIT=1-M: %d %s, want 429", clientIP, code, body)
+	if resp, body := call(t, http.MethodGet, base+"/products/1", xff, ""); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second GET /products/1 from %s with RATE_LIMIT=1-M: %d %s, want 429", clientIP, resp.StatusCode, body)
 	}
-	code, body := get("/metrics", nil)
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics: %d %s", code, body)
+	return newDashExport(scrapeMetrics(t, base))
+}
+
+// newDashExport indexes a scrape by series name: the families' types, and
+// each sample line's label names and values.
+func newDashExport(e metricstext.Exposition) dashExport {
+	exp := dashExport{
+		types:  e.Types,
+		labels: map[string]map[string]bool{},
+		values: map[string]map[string]map[string]bool{},
 	}
-	exp, err := parseDashboardMetrics(body)
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
+	for _, s := range e.Samples {
+		if exp.labels[s.Name] == nil {
+			exp.labels[s.Name] = map[string]bool{}
+			exp.values[s.Name] = map[string]map[string]bool{}
+		}
+		for _, l := range s.Labels {
+			exp.labels[s.Name][l.Name] = true
+			if exp.values[s.Name][l.Name] == nil {
+				exp.values[s.Name][l.Name] = map[string]bool{}
+			}
+			exp.values[s.Name][l.Name][l.Value] = true
+		}
 	}
 	return exp
 }
 
-// httpGet sends a GET with header and returns the status and body.
-func httpGet(t *testing.T, url string, header map[string]string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := testClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode, body
-}
-
-// parseDashboardMetrics reads the Prometheus text format: # TYPE lines give
-// the families, sample lines their series' labels and values.
-func parseDashboardMetrics(text []byte) (dashExport, error) {
-	exp := dashExport{
-		types:  map[string]string{},
-		labels: map[string]map[string]bool{},
-		values: map[string]map[string]map[string]bool{},
-	}
-	sample := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s`)
-	label := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			f := strings.Fields(rest)
-			if len(f) != 2 {
-				return exp, fmt.Errorf("bad TYPE line %q", line)
-			}
-			exp.types[f[0]] = f[1]
-			continue
-		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := sample.FindStringSubmatch(line)
-		if m == nil {
-			return exp, fmt.Errorf("bad sample line %q", line)
-		}
-		name := m[1]
-		if exp.labels[name] == nil {
-			exp.labels[name] = map[string]bool{}
-			exp.values[name] = map[string]map[string]bool{}
-		}
-		for _, l := range label.FindAllStringSubmatch(m[2], -1) {
-			exp.labels[name][l[1]] = true
-			if exp.values[name][l[1]] == nil {
-				exp.values[name][l[1]] = map[string]bool{}
-			}
-			exp.values[name][l[1]][l[2]] = true
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return exp, err
-	}
-	if len(exp.types) == 0 {
-		return exp, errors.New("no # TYPE lines")
-	}
-	return exp, nil
-}
-
-// startDashboardApp runs the service (run, as main does) on a fresh
-// database and Redis db 4 and returns its base URL once it logs
-// "listening". Cleanup cancels it and waits for run to return.
+// startDashboardApp runs the service with the defaults of a deployment
+// (rate limits on, no write keys) but env, and returns its base URL.
 func startDashboardApp(t *testing.T, env map[string]string) string {
 	t.Helper()
-	vars := map[string]string{
-		"HTTP_ADDR":    "127.0.0.1:0",
-		"ADMIN_ADDR":   "127.0.0.1:0",
-		"DATABASE_URL": dbtest.NewDatabase(t, "dash"),
-		"REDIS_URL":    dbtest.RedisDBURL(redisDB),
-		// Keys, limit counters and channels of its own, deleted at the end.
-		"CACHE_NAMESPACE": dbtest.Namespace(t, redisDB),
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	logs := &dashLogs{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(k string) string { return vars[k] }, logs) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run returned %v after cancel, want nil", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Error("run did not return within 60s of cancel")
-		}
-		if t.Failed() {
-			t.Logf("service log:\n%s", logs)
-		}
-	})
-
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if addr := logs.listeningAddr(); addr != "" {
-			return "http://" + addr
-		}
-		select {
-		case err := <-done:
-			done <- err // for cleanup
-			t.Fatalf("run returned before listening: %v\nlog:\n%s", err, logs)
-		case <-deadline:
-			t.Fatalf("no \"listening\" log line within 30s\nlog:\n%s", logs)
-		case <-tick.C:
-		}
-	}
-}
-
-// dashLogs is run's stdout, safe for concurrent writes and reads.
-type dashLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *dashLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *dashLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// listeningAddr is the "addr" of the first complete "listening" JSON line.
-func (l *dashLogs) listeningAddr() string {
-	for line := range strings.Lines(l.String()) {
-		if !strings.HasSuffix(line, "\n") {
-			break // still being written
-		}
-		var rec struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
-		}
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
-			return rec.Addr
-		}
-	}
-	return ""
-}
-
-func dashSortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	base, _ := startApp(t, testEnv(t, map[string]string{"RATE_LIMIT": "", "RATE_LIMIT_KEY": "", "API_KEYS": ""}, env))
+	return base
 }

@@ -22,7 +22,7 @@ const (
 )
 
 func deadlineEnv(t *testing.T) map[string]string {
-	return resEnv(t, map[string]string{
+	return testEnv(t, map[string]string{
 		"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms",
 		"LOCK_WAIT": "300ms", "LOCK_TTL": "2s", "CACHE_MODE": "lock", "RATE_LIMIT": "off",
 	})
@@ -34,7 +34,7 @@ func deadlineEnv(t *testing.T) map[string]string {
 func TestDeadlineSlowQueryEnds(t *testing.T) {
 	t.Parallel()
 	env := deadlineEnv(t)
-	const id = 851
+	id := productID(t)
 	base, _ := startApp(t, env)
 	_, release := lockTable(t, env["DATABASE_URL"], "products")
 
@@ -66,7 +66,7 @@ func TestDeadlineSlowQueryEnds(t *testing.T) {
 func TestDeadlineLockWaitEnds(t *testing.T) {
 	t.Parallel()
 	env := deadlineEnv(t)
-	const id = 852
+	id := productID(t)
 	base, _ := startApp(t, env)
 	rdb := dbtest.NewRedis(t, redisDB)
 	lock := nsKey(env, "lock:"+repo.Key(id))

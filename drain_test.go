@@ -12,7 +12,7 @@ func TestShutdownDrainDelay(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	env["SHUTDOWN_DRAIN_DELAY"] = "1500ms"
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := a.waitListening()
 
 	a.cancel()

@@ -136,7 +136,8 @@ func (e *edge) revalidate(url string, c *edgeCopy) {
 // once from the stale copy, and one revalidation (a 304) reaches it.
 func TestEdgeServesStaleWhileRevalidating(t *testing.T) {
 	t.Parallel()
-	const id, burst = 953, 50
+	const burst = 50
+	id := productID(t)
 	env := testEnv(t)
 	env["CACHE_SOFT_TTL"], env["CACHE_TTL"] = "1s", "1m"
 	base, _ := startApp(t, env)

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -26,19 +27,6 @@ func configVariables(t *testing.T) map[string]bool {
 		t.Fatal("loadConfig read no environment variable")
 	}
 	return seen
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func mapGetenv(m map[string]string) func(string) string {
-	return func(name string) string { return m[name] }
 }
 
 // readEnvExample reads .env.example's NAME=value lines. The file keeps to
@@ -68,12 +56,12 @@ func readEnvExample(t *testing.T) map[string]string {
 func TestEnvExampleListsExactlyConfigVariables(t *testing.T) {
 	known := configVariables(t)
 	env := readEnvExample(t)
-	for _, name := range sortedNames(env) {
+	for _, name := range slices.Sorted(maps.Keys(env)) {
 		if !known[name] {
 			t.Errorf(".env.example lists %s, which config.go does not read", name)
 		}
 	}
-	for _, name := range sortedNames(known) {
+	for _, name := range slices.Sorted(maps.Keys(known)) {
 		if _, ok := env[name]; !ok {
 			t.Errorf(".env.example does not list %s, which config.go reads", name)
 		}
@@ -106,7 +94,7 @@ func TestEnvExampleEachVariableCommentedOnce(t *testing.T) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range sortedNames(count) {
+	for _, name := range slices.Sorted(maps.Keys(count)) {
 		if count[name] > 1 {
 			t.Errorf(".env.example lists %s %d times", name, count[name])
 		}
@@ -115,7 +103,7 @@ func TestEnvExampleEachVariableCommentedOnce(t *testing.T) {
 
 func TestEnvExampleValuesAreDefaults(t *testing.T) {
 	env := readEnvExample(t)
-	got, err := loadConfig(mapGetenv(env))
+	got, err := loadConfig(envOf(env))
 	if err != nil {
 		t.Fatalf("loadConfig with .env.example: %v", err)
 	}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stampede-guard/api/db/dbtest"
 )
 
 // TestInstancesShareAHostOnDefaults: instances that differ only in HTTP_ADDR
@@ -21,7 +18,7 @@ func TestInstancesShareAHostOnDefaults(t *testing.T) {
 	env["ADMIN_ADDR"] = "" // the default, as a user who never set it
 	var apps []*app
 	for range 3 {
-		apps = append(apps, launchApp(t, env, nil))
+		apps = append(apps, launchApp(t, env))
 	}
 	fallbacks := 0
 	for i, a := range apps {
@@ -90,22 +87,16 @@ func TestBusyHTTPAddrFailsFast(t *testing.T) {
 func TestReadinessWaitsForWarmUp(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
-	dbURL, err := url.Parse(env["DATABASE_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := dbtest.NewProxy(t, dbURL.Host)
-	dbURL.Host = link.Addr()
+	link := proxyDatabase(t, env)
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := free.Addr().String()
 	free.Close()
-	env["DATABASE_URL"] = dbURL.String()
 	env["HTTP_ADDR"] = addr
 	env["HOT_KEYS"] = "901,902,903,904,905,906,907,908"
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := "http://" + addr
 	var sawWarming bool
 	if !waitFor(listenWait, func() bool {

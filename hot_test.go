@@ -59,7 +59,7 @@ func TestHotKeyDetectedEndToEnd(t *testing.T) {
 	env := testEnv(t)
 	env["HOT_KEY_THRESHOLD"] = "5" // far below what the loop reads, even on a busy machine
 	env["HOT_KEY_COPIES"] = "3"
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := a.waitListening()
 	admin := a.logs.records("admin listening")
 	if len(admin) == 0 {

@@ -14,7 +14,7 @@ import (
 // database), every request of that configuration sent to it.
 func TestHTTPCacheHeaders(t *testing.T) {
 	t.Parallel()
-	const id, absent = 951, 999951
+	id := productID(t)
 	product := fmt.Sprint("/products/", id)
 	type request struct {
 		method, path, body string
@@ -28,7 +28,7 @@ func TestHTTPCacheHeaders(t *testing.T) {
 	}{
 		{"defaults from the TTLs", map[string]string{"CACHE_SOFT_TTL": "30s", "CACHE_TTL": "10m", "CACHE_NEGATIVE_TTL": "7s"}, []request{
 			{"GET", product, "", 200, "public, max-age=30, stale-while-revalidate=570, stale-if-error=600"},
-			{"GET", fmt.Sprint("/products/", absent), "", 404, "public, max-age=7"},
+			{"GET", fmt.Sprint("/products/", absentProductID), "", 404, "public, max-age=7"},
 			{"GET", "/products/x", "", 400, "no-store"},
 			{"GET", "/products?limit=2", "", 200, "no-store"},
 			{"GET", "/reports/top-products", "", 200, "no-store"},
@@ -87,7 +87,7 @@ func TestHTTPCacheHeaders(t *testing.T) {
 // cache load; If-Match guards PUT; the old ETag then gets the new body.
 func TestHTTPConditionalRequests(t *testing.T) {
 	t.Parallel()
-	const id = 952
+	id := productID(t)
 	env := testEnv(t)
 	base, _ := startApp(t, env)
 	url := fmt.Sprint(base, "/products/", id)

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestPutCannotUndoOrders replays the lost update of issue 12: an editor
@@ -17,7 +15,7 @@ import (
 func TestPutCannotUndoOrders(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
-	const id = 512
+	id := productID(t)
 	base, _ := startApp(t, env)
 	url := fmt.Sprintf("%s/products/%d", base, id)
 
@@ -28,12 +26,8 @@ func TestPutCannotUndoOrders(t *testing.T) {
 			t.Fatalf("order: %d %s", resp.StatusCode, body)
 		}
 	}
+	conn := dbConn(t, env["DATABASE_URL"])
 	stock := func() int {
-		conn, err := pgx.Connect(t.Context(), env["DATABASE_URL"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(t.Context())
 		var n int
 		if err := conn.QueryRow(t.Context(), `SELECT stock FROM products WHERE id = $1`, id).Scan(&n); err != nil {
 			t.Fatal(err)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +13,8 @@ import (
 // lock contention it caused.
 func TestMetricsAfterStampede(t *testing.T) {
 	t.Parallel()
-	const id, perInstance = 901, 40
+	const perInstance = 40
+	id := productID(t)
 	env := testEnv(t)
 	env["CACHE_MODE"] = "lock"
 	env["LOCK_WAIT"] = "4s"
@@ -87,26 +84,4 @@ func contendedNow(t *testing.T, bases []string) float64 {
 		n += scrape(t, base)[`stampede_lock_events_total{event="contended"}`]
 	}
 	return n
-}
-
-// scrape returns the app's metric samples by "name{labels}".
-func scrape(t *testing.T, base string) map[string]float64 {
-	t.Helper()
-	resp, body, err := send("GET", base+"/metrics", nil, "")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET /metrics: %v, %v", resp, err)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out
 }

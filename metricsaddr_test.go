@@ -24,7 +24,7 @@ func TestMetricsAddr(t *testing.T) {
 			t.Parallel()
 			env := testEnv(t)
 			env["METRICS_ADDR"] = tt.addr
-			a := launchApp(t, env, nil)
+			a := launchApp(t, env)
 			base := a.waitListening()
 			resp, _ := call(t, "GET", base+"/metrics", nil, "")
 			if resp.StatusCode != tt.wantPublic {

@@ -43,7 +43,7 @@ func TestMigrateConcurrentStarts(t *testing.T) {
 	gate := make(chan struct{})
 	apps := make([]*app, instances)
 	for i := range apps {
-		apps[i] = launchApp(t, env, gate)
+		apps[i] = launchApp(t, env, afterGate(gate))
 	}
 	close(gate)
 	for i, a := range apps {

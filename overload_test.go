@@ -15,7 +15,7 @@ import (
 // these tests are about: ADMISSION=queue; db/admission_test.go covers the
 // reservation and deadline admission).
 func overloadEnv(t *testing.T) map[string]string {
-	return resEnv(t, map[string]string{
+	return testEnv(t, map[string]string{
 		"DB_MAIN_MAX_CONNS": "2", "DB_REPORTS_MAX_CONNS": "1", "SHED_MAX_WAITING": "4", "DB_CHECKOUT_RESERVED": "0", "ADMISSION": "queue",
 		"DB_ACQUIRE_TIMEOUT": "2s", "DB_STATEMENT_TIMEOUT": "3s",
 		"RATE_LIMIT": "off", "CACHE_MODE": "lock",

@@ -51,7 +51,7 @@ func slowReports(t *testing.T, url string, d time.Duration) {
 func TestBulkheadReportsCannotStarveCheckout(t *testing.T) {
 	t.Parallel()
 	const reportTime = 2500 * time.Millisecond
-	env := resEnv(t, map[string]string{
+	env := testEnv(t, map[string]string{
 		"DB_MAIN_MAX_CONNS": "4", "DB_REPORTS_MAX_CONNS": "1",
 		"DB_ACQUIRE_TIMEOUT": "2s", "DB_STATEMENT_TIMEOUT": "4s",
 		"CACHE_MODE": "lock", "UNKNOWN_ID_FILTER": "false",

@@ -37,7 +37,7 @@ func cacheStatus(t *testing.T, field string) (name string, params map[string]str
 // "ttl=0" would read as fresh. The MISS and HIT forms are checked too.
 func TestCacheStatusStaleForm(t *testing.T) {
 	t.Parallel()
-	env := resEnv(t, map[string]string{"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "1s", "CACHE_TTL": "1m"})
+	env := testEnv(t, map[string]string{"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "1s", "CACHE_TTL": "1m"})
 	base, _ := startApp(t, env)
 	url := base + "/products/77"
 

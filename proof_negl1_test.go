@@ -20,8 +20,8 @@ import (
 // would answer before the cache.)
 func TestUnknownIDServedFromL1(t *testing.T) {
 	t.Parallel()
-	env := resEnv(t, map[string]string{"L1_TTL": "10s", "CACHE_NEGATIVE_TTL": "30s", "UNKNOWN_ID_FILTER": "false"})
-	const id = 987654
+	env := testEnv(t, map[string]string{"L1_TTL": "10s", "CACHE_NEGATIVE_TTL": "30s", "UNKNOWN_ID_FILTER": "false"})
+	const id = absentProductID
 	key := nsKey(env, fmt.Sprintf("product:v1:{%d}", id))
 	needle := []byte(key + "\r\n")
 	var mentions atomic.Int64

@@ -13,7 +13,7 @@ func TestClientIPFromForwardedForOnly(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	env["TRUSTED_PROXIES"] = "127.0.0.1/32"
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := a.waitListening()
 	tests := []struct {
 		id, header, value, want string

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stampede-guard/api/db/dbtest"
 )
 
 // TestReadyzSpeaksForThisInstanceOnly: with Redis unreachable and the
@@ -18,21 +16,18 @@ import (
 // no host, port, user or database name.
 func TestReadyzSpeaksForThisInstanceOnly(t *testing.T) {
 	t.Parallel()
-	redisLink := dbtest.NewProxy(t, dbtest.RedisAddr())
-	pgLink := dbtest.NewProxy(t, "127.0.0.1:5432")
-	dbURL, err := url.Parse(dbtest.NewDatabase(t, "readyz"))
+	env := testEnv(t, map[string]string{
+		"BREAKER_FAILURES":     "2",
+		"BREAKER_OPEN_TIMEOUT": "1m", // stays open for the whole test
+		"DB_ACQUIRE_TIMEOUT":   "500ms",
+	})
+	dbURL, err := url.Parse(env["DATABASE_URL"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	dbName := strings.TrimPrefix(dbURL.Path, "/")
-	dbURL.Host = pgLink.Addr()
-	env := testEnv(t)
-	env["DATABASE_URL"] = dbURL.String()
-	env["REDIS_URL"] = "redis://" + redisLink.Addr() + "/4"
-	env["BREAKER_FAILURES"] = "2"
-	env["BREAKER_OPEN_TIMEOUT"] = "1m" // stays open for the whole test
-	env["DB_ACQUIRE_TIMEOUT"] = "500ms"
-	a := launchApp(t, env, nil)
+	redisLink, pgLink := proxyRedis(t, env), proxyDatabase(t, env)
+	a := launchApp(t, env)
 	base := a.waitListening()
 
 	ready := func() (int, map[string]any, string) {
@@ -45,8 +40,11 @@ func TestReadyzSpeaksForThisInstanceOnly(t *testing.T) {
 
 	redisLink.SetDown(true)
 	pgLink.SetDown(true)
-	for id := 901; id < 940 && !breakerWent(a.logs, "postgres_main", "open"); id++ {
-		timedGet(fmt.Sprintf("%s/products/%d", base, id))
+	for range 39 {
+		if breakerWent(a.logs, "postgres_main", "open") {
+			break
+		}
+		timedGet(fmt.Sprintf("%s/products/%d", base, productID(t)))
 	}
 	if !breakerWent(a.logs, "postgres_main", "open") {
 		t.Fatal("the database breaker did not open")

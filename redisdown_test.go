@@ -17,11 +17,9 @@ import (
 // entries are cached again without a restart.
 func TestRedisDownServesFromDatabase(t *testing.T) {
 	t.Parallel()
-	link := dbtest.NewProxy(t, dbtest.RedisAddr())
-	env := resEnv(t, map[string]string{
-		"REDIS_URL": "redis://" + link.Addr() + "/4", "L1_TTL": "0", "RATE_LIMIT": "100-S",
-	})
-	const before, during, after = 801, 802, 803
+	env := testEnv(t, map[string]string{"L1_TTL": "0", "RATE_LIMIT": "100-S"})
+	link := proxyRedis(t, env)
+	before, during, after := productID(t), productID(t), productID(t)
 	rdb := dbtest.NewRedis(t, redisDB) // straight to Redis, not through the link
 	base, _ := startApp(t, env)
 	get := func(id int64) answer { return timedGet(fmt.Sprintf("%s/products/%d", base, id)) }

@@ -15,7 +15,7 @@ import (
 // per process, and the app started last owns it.
 func TestGoRedisLogsAreJSON(t *testing.T) {
 	env := testEnv(t)
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	a.waitListening()
 
 	rdb := dbtest.NewRedis(t, redisDB)

@@ -7,20 +7,36 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/netproxy"
 )
 
-// resEnv is testEnv (fresh database, Redis db 4, L1 off) plus extra.
-func resEnv(t *testing.T, extra map[string]string) map[string]string {
+// proxyDatabase puts a proxy of the test's own in front of env's database
+// and points env at it: the test cuts or slows the link through it.
+func proxyDatabase(t testing.TB, env map[string]string) *netproxy.Proxy {
+	return proxyURL(t, env, "DATABASE_URL")
+}
+
+// proxyRedis is proxyDatabase for env's Redis.
+func proxyRedis(t testing.TB, env map[string]string) *netproxy.Proxy {
+	return proxyURL(t, env, "REDIS_URL")
+}
+
+func proxyURL(t testing.TB, env map[string]string, name string) *netproxy.Proxy {
 	t.Helper()
-	env := testEnv(t)
-	for k, v := range extra {
-		env[k] = v
+	u, err := url.Parse(env[name])
+	if err != nil {
+		t.Fatalf("parse %s: %v", name, err)
 	}
-	return env
+	link := dbtest.NewProxy(t, u.Host)
+	u.Host = link.Addr()
+	env[name] = u.String()
+	return link
 }
 
 // lockTable takes an ACCESS EXCLUSIVE lock on table from a connection of the
@@ -31,16 +47,12 @@ func lockTable(t *testing.T, dbURL, table string) (conn *pgx.Conn, release func(
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect to test database: %v", err)
-	}
+	conn = dbConn(t, dbURL)
 	tx, err := conn.Begin(ctx)
 	if err == nil {
 		_, err = tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE")
 	}
 	if err != nil {
-		_ = conn.Close(context.Background())
 		t.Fatalf("lock table %s: %v", table, err)
 	}
 	done := false
@@ -50,10 +62,7 @@ func lockTable(t *testing.T, dbURL, table string) (conn *pgx.Conn, release func(
 			_ = tx.Rollback(context.Background())
 		}
 	}
-	t.Cleanup(func() {
-		release()
-		_ = conn.Close(context.Background())
-	})
+	t.Cleanup(release) // before dbConn's Close: cleanups run last first
 	return conn, release
 }
 

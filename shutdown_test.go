@@ -72,7 +72,7 @@ func TestShutdownDrainsInFlightRequest(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	env["SHUTDOWN_TIMEOUT"] = shutdownTimeout.String()
-	a := launchApp(t, env, nil)
+	a := launchApp(t, env)
 	base := a.waitListening()
 	body, answer := slowOrder(t, base)
 

@@ -33,7 +33,7 @@ func forgedEntry(id int64) string {
 // the answer carries the real price.
 func TestCacheSigningKey(t *testing.T) {
 	t.Parallel()
-	const id = 42
+	id := productID(t)
 	for _, tc := range []struct {
 		name       string
 		key        string
@@ -44,7 +44,7 @@ func TestCacheSigningKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			env := resEnv(t, map[string]string{"CACHE_SIGNING_KEY": tc.key})
+			env := testEnv(t, map[string]string{"CACHE_SIGNING_KEY": tc.key})
 			rdb := dbtest.NewRedis(t, redisDB)
 			base, _ := startApp(t, env)
 			ctx := context.Background()

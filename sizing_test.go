@@ -28,7 +28,7 @@ func TestPoolSizingAtStart(t *testing.T) {
 			env := testEnv(t)
 			env["EXPECTED_INSTANCES"] = tt.instances
 			env["STRICT_POOL_SIZING"] = tt.strict
-			a := launchApp(t, env, nil)
+			a := launchApp(t, env)
 			if !tt.wantStart {
 				select {
 				case <-a.exited:

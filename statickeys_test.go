@@ -18,13 +18,13 @@ import (
 // stale and is refreshed (which shows the reads lasted long enough).
 func TestStaticKeysNeverLoadedByReads(t *testing.T) {
 	t.Parallel()
-	env := clientEnv(t)
-	const static, plain = 5, 7
+	env := testEnv(t)
+	static, plain := productID(t), productID(t)
 	for k, v := range map[string]string{"STATIC_KEYS": fmt.Sprint(static), "CACHE_TTL": "1s", "CACHE_SOFT_TTL": "500ms"} {
 		env[k] = v
 	}
 	base, _ := startApp(t, env)
-	rdb := dbtest.NewRedis(t, clientRedisDB)
+	rdb := dbtest.NewRedis(t, redisDB)
 	if ttl := rdb.PTTL(context.Background(), nsKey(env, repo.Key(static))).Val(); ttl < time.Hour {
 		t.Errorf("static product's Redis TTL after warm-up: %s, want STATIC_TTL (24h)", ttl)
 	}
@@ -51,13 +51,13 @@ func TestStaticKeysNeverLoadedByReads(t *testing.T) {
 // loaded it.
 func TestStaticKeyWriteReachesEveryInstance(t *testing.T) {
 	t.Parallel()
-	env := clientEnv(t)
+	env := testEnv(t)
 	env["API_KEYS"] = e2eAPIKey
-	const id = 8
+	id := productID(t)
 	for k, v := range map[string]string{"STATIC_KEYS": fmt.Sprint(id), "CACHE_TTL": "60s", "CACHE_SOFT_TTL": "50s", "L1_TTL": "30s"} {
 		env[k] = v
 	}
-	a, b := launchApp(t, env, nil), launchApp(t, env, nil)
+	a, b := launchApp(t, env), launchApp(t, env)
 	baseA, baseB := a.waitListening(), b.waitListening()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

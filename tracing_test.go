@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 
@@ -27,7 +29,7 @@ func TestTracingOnlyWhenAsked(t *testing.T) {
 		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, false},
 	} {
-		cfg, err := loadConfig(mapGetenv(tc.env))
+		cfg, err := loadConfig(envOf(tc.env))
 		if err != nil {
 			t.Fatalf("%v: %v", tc.env, err)
 		}
@@ -35,7 +37,7 @@ func TestTracingOnlyWhenAsked(t *testing.T) {
 			t.Errorf("%v: tracing on = %v, want %v", tc.env, got, tc.want)
 		}
 	}
-	if _, err := loadConfig(mapGetenv(map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"})); err == nil {
+	if _, err := loadConfig(envOf(map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"})); err == nil {
 		t.Error("OTEL_TRACES_EXPORTER=zipkin accepted; only otlp and none are supported")
 	}
 }
@@ -177,7 +179,7 @@ func TestTracingColdReadSpanTree(t *testing.T) {
 	}
 	for _, name := range []string{"cache.lock", "cache.load", "cache.write"} {
 		if kids[name] == nil {
-			t.Errorf("cache.Fetch has no %s child (children: %v)", name, sortedNames(kids))
+			t.Errorf("cache.Fetch has no %s child (children: %v)", name, slices.Sorted(maps.Keys(kids)))
 		}
 	}
 	if load := kids["cache.load"]; load != nil {
@@ -210,7 +212,7 @@ func TestTracingStampedeSpans(t *testing.T) {
 	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = recv.URL
 	env["CACHE_MODE"] = "lock"
 	gate := make(chan struct{})
-	apps := []*app{launchApp(t, env, gate), launchApp(t, env, gate)}
+	apps := []*app{launchApp(t, env, afterGate(gate)), launchApp(t, env, afterGate(gate))}
 	close(gate)
 	bases := []string{apps[0].waitListening(), apps[1].waitListening()}
 	start := make(chan struct{})

@@ -1,19 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stampede-guard/api/internal/metricstext"
 )
 
-// scrape reads one instance's /metrics in the Prometheus text format and
-// returns every sample whose name starts with prefix, keyed by
-// name{labels}.
+// scrape reads one instance's /metrics and returns every sample whose
+// name starts with prefix, keyed by name{labels}.
 func scrape(ctx context.Context, base, prefix string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -29,25 +28,11 @@ func scrape(ctx context.Context, base, prefix string) (map[string]float64, error
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s/metrics: %s", base, resp.Status)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
+	exp, err := metricstext.Parse(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s/metrics: %w", base, err)
 	}
-	return out, sc.Err()
+	return exp.Values(prefix), nil
 }
 
 // scrapeSum adds up the stampede_* samples of every instance: what the
