@@ -69,7 +69,7 @@ func command(ctx context.Context, args []string, getenv func(string) string, std
 	// A job is bounded like a slow migration, not like a request.
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	pool, err := db.Open(ctx, poolConfig(cfg, "main", 2, newLogger(stdout, cfg.LogLevel)))
+	pool, err := db.Open(ctx, cfg.dbConfig("main", 2, nil, newLogger(stdout, cfg.LogLevel)))
 	if err != nil {
 		return err
 	}

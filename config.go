@@ -49,7 +49,7 @@ type config struct {
 	RateLimitLease   float64 // RATE_LIMIT_LEASE: share of a limit an instance leases at a time
 	TrustedProxies   []string
 	ShedMaxWaiting   int
-	Admission        string // ADMISSION: "deadline" (predicted wait vs deadline) or "queue" (SHED_MAX_WAITING only)
+	Admission        db.Admission // ADMISSION: deadline (predicted wait vs deadline) or queue (SHED_MAX_WAITING only)
 	LimitCritical    int
 	LimitNormal      int
 	LimitLow         int
@@ -130,7 +130,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		RateLimitLease:    p.fraction("RATE_LIMIT_LEASE", 0.01, 0.2),
 		TrustedProxies:    p.cidrs("TRUSTED_PROXIES"),
 		ShedMaxWaiting:    p.positive("SHED_MAX_WAITING", 20),
-		Admission:         p.oneOf("ADMISSION", "deadline", "deadline", "queue"),
+		Admission:         db.Admission(p.oneOf("ADMISSION", string(db.AdmitDeadline), string(db.AdmitDeadline), string(db.AdmitQueue))),
 		LimitCritical:     p.positive("CONCURRENCY_CRITICAL", 256),
 		LimitNormal:       p.positive("CONCURRENCY_NORMAL", 1024),
 		LimitLow:          p.positive("CONCURRENCY_LOW", 8),

@@ -27,9 +27,7 @@ func migrate(ctx context.Context, cfg config, mainPool *db.Pool, log *slog.Logge
 	if !cfg.DBPooler.Behind() {
 		return db.Migrate(ctx, mainPool, migrations.FS, log)
 	}
-	dc := poolConfig(cfg, "migrate", 2, log)
-	dc.URL, dc.Pooler = cfg.DatabaseDirectURL, db.PoolerNone
-	direct, err := db.Open(ctx, dc)
+	direct, err := db.Open(ctx, cfg.dbConfig("migrate", 2, nil, log))
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer ln.Close() // no-op once Serve has taken it; frees it on early errors
 
 	// ---- Database: two pools, so reports can never starve checkout ----------
-	mainPool, err := db.Open(ctx, tracedPool(poolConfig(cfg, "main", cfg.MainMaxConns, log), tr))
+	mainPool, err := db.Open(ctx, cfg.dbConfig("main", cfg.MainMaxConns, tr.queryTracer(), log))
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			return err
 		}
 	}
-	reportsPool, err := db.Open(ctx, tracedPool(poolConfig(cfg, "reports", cfg.ReportsMaxConns, log), tr))
+	reportsPool, err := db.Open(ctx, cfg.dbConfig("reports", cfg.ReportsMaxConns, tr.queryTracer(), log))
 	if err != nil {
 		return err
 	}
@@ -102,8 +102,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err := tr.instrumentRedis(rdb); err != nil {
 		return err
 	}
-	redisBreaker := cache.NewBreaker(rdb, breakerConfig(cfg, log)) // hooks itself into rdb
-	defer redisBreaker.Close()                                     // before rdb.Close: it probes through rdb
+	redisBreaker := cache.NewBreaker(rdb, cfg.breakerConfig(log)) // hooks itself into rdb
+	defer redisBreaker.Close()                                    // before rdb.Close: it probes through rdb
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		// Not fatal: the service answers from the database while Redis is
 		// away, and /readyz says so.

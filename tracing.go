@@ -17,8 +17,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/stampede-guard/api/db"
 )
 
 // tracingConfig is the standard OpenTelemetry environment this app reads
@@ -129,10 +127,4 @@ func (t *tracing) instrumentRedis(rdb redis.UniversalClient) error {
 		return fmt.Errorf("tracing: redis: %w", err)
 	}
 	return nil
-}
-
-// tracedPool adds the query tracer to a pool's configuration.
-func tracedPool(c db.Config, t *tracing) db.Config {
-	c.Tracer = t.queryTracer()
-	return c
 }

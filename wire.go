@@ -100,7 +100,7 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 	refused := func(reason, class string) func(*gin.Context) {
 		return func(*gin.Context) { m.refusedBy(reason, class) }
 	}
-	chain := func(class string, q *db.Pool, maxWaiting int64, atDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
+	chain := func(class string, q *db.Pool, maxWaiting int64, shed middleware.ShedMode, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
 		// The class rides in the context to the pool's gate, which turns it
 		// into a share of the request's deadline (db/admission.go).
 		hs := []gin.HandlerFunc{priority(classPriority[class])}
@@ -113,7 +113,7 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 		}
 		hs = append(hs, before...) // after the rate limit, before anything scarce
 		return append(hs,
-			middleware.Shed(q, maxWaiting, atDoor, db.WithMaxWaiting, refused("shed", class)),
+			middleware.Shed(q, maxWaiting, shed, db.WithMaxWaiting, refused("shed", class)),
 			middleware.Limit(concurrency, refused("concurrency", class)),
 		)
 	}
@@ -124,9 +124,9 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
 	})
 	classes := handlers.Classes{
-		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical, readBody),
-		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
-		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
+		Critical: chain("critical", mainPool, 2*limit, middleware.ShedAtDoor, cfg.LimitCritical, readBody),
+		Normal:   chain("normal", mainPool, limit, middleware.ShedAtPool, cfg.LimitNormal),
+		Low:      chain("low", reportsPool, max(1, limit/4), middleware.ShedAtDoor, cfg.LimitLow),
 	}
 	classes.Authorize = auth.Require()
 	return classes
@@ -160,36 +160,6 @@ const (
 // the few hundred bytes of a normal body arrive well within it.
 const bodyReadGrace = 500 * time.Millisecond
 
-// poolConfig sizes one bulkhead pool.
-func poolConfig(cfg config, name string, maxConns int, log *slog.Logger) db.Config {
-	url := cfg.DatabaseURL
-	if name == "reports" && cfg.DatabaseReadURL != "" {
-		url = cfg.DatabaseReadURL // reports tolerate a replica's lag
-	}
-	reserved, prepare := 0, []string(nil)
-	if name == "main" {
-		reserved = cfg.CheckoutReserved // checkout never waits behind reads
-		prepare = repo.Statements()     // a cold key's load is one round trip
-	}
-	return db.Config{
-		URL: url, Name: name, MaxConns: int32(maxConns), Pooler: cfg.DBPooler, ReservedCritical: reserved, // #nosec G115 -- loadConfig caps it at MaxInt32
-		AdmitByDeadline: cfg.Admission == "deadline",
-		AcquireTimeout:  cfg.AcquireTimeout, IdleTimeout: cfg.IdleTimeout, StatementTimeout: cfg.StmtTimeout,
-		Breaker: breakerConfig(cfg, log), Prepare: prepare,
-	}
-}
-
-// breakerConfig is the one breaker policy of the PostgreSQL pools and the
-// Redis client; each names its breaker and brings its own probe.
-func breakerConfig(cfg config, log *slog.Logger) breaker.Config {
-	return breaker.Config{
-		Failures: uint32(cfg.BreakerFailures), OpenMin: cfg.BreakerOpenMin, OpenMax: cfg.BreakerOpenMax, // #nosec G115 -- loadConfig caps it at MaxInt32
-		OnStateChange: func(name string, from, to breaker.State) {
-			log.Warn("breaker state", "breaker", name, "from", from.String(), "to", to.String())
-		},
-	}
-}
-
 // checkPoolSizing sets the fleet's pools against the server's
 // max_connections: a warning by default, a refusal to start with
 // STRICT_POOL_SIZING. Failing to read the limits is only a warning: the
@@ -201,11 +171,7 @@ func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.L
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StmtTimeout)
 	defer cancel()
-	r, err := db.CheckSizing(ctx, pool, db.Sizing{
-		Instances:   cfg.ExpectedInstances,
-		PerInstance: cfg.MainMaxConns + cfg.ReportsMaxConns,
-		Headroom:    cfg.PoolHeadroom,
-	})
+	r, err := db.CheckSizing(ctx, pool, cfg.sizing())
 	switch {
 	case err != nil:
 		log.Warn("pool sizing not checked", "err", err)

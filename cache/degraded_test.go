@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
@@ -32,7 +31,7 @@ func TestRedisDownCapsDirectLoads(t *testing.T) {
 
 	tag := "capped_" + dbtest.Unique()
 	load := func(ctx context.Context) ([]byte, error) {
-		err := pool.With(ctx, func(conn *pgxpool.Conn) error {
+		err := pool.With(ctx, func(conn db.Conn) error {
 			_, err := conn.Exec(ctx, "SELECT pg_sleep(0.3) /* "+tag+" */")
 			return err
 		})
@@ -45,7 +44,7 @@ func TestRedisDownCapsDirectLoads(t *testing.T) {
 		defer close(sampled)
 		for {
 			var n int64
-			_ = pool.With(ctx, func(conn *pgxpool.Conn) error {
+			_ = pool.With(ctx, func(conn db.Conn) error {
 				return conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%'||$1||' */' AND query NOT LIKE '%pg_stat_activity%'", tag).Scan(&n)
 			})
 			for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {

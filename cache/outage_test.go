@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/breaker"
@@ -55,7 +54,7 @@ func newOutageInstance(t *testing.T, dbURL, redisAddr string, cfg cache.Config) 
 	inst.load = func(key string) cache.LoadFunc {
 		return func(ctx context.Context) ([]byte, error) {
 			var v string
-			err := pool.With(ctx, func(conn *pgxpool.Conn) error {
+			err := pool.With(ctx, func(conn db.Conn) error {
 				return conn.QueryRow(ctx, "SELECT $1::text", "value of "+key).Scan(&v)
 			})
 			return []byte(v), err

@@ -36,6 +36,18 @@ func (p Priority) share() float64 {
 	return 0.5
 }
 
+// Admission is what refuses a caller at the pool's door (ADMISSION).
+type Admission string
+
+const (
+	// AdmitQueue: only the queue length of WithMaxWaiting refuses. It is
+	// what the zero value means.
+	AdmitQueue Admission = "queue"
+	// AdmitDeadline: also a caller whose predicted queue wait does not fit
+	// its share of its remaining deadline (Priority).
+	AdmitDeadline Admission = "deadline"
+)
+
 type priorityKey struct{}
 
 // WithPriority marks ctx with the class of the request it carries.
@@ -78,12 +90,23 @@ func newGate(conns, reserved int) *gate {
 	return &gate{conns: conns, free: conns, reserved: min(reserved, conns-1), now: time.Now, lastEmpty: time.Now()}
 }
 
+// entry is how the gate judges a caller that must queue.
+type entry struct {
+	// byDeadline refuses a caller whose predicted wait does not fit its
+	// share of its remaining deadline (Config.Admission).
+	byDeadline bool
+	// maxWaiting, when hasMax, is the longest queue the caller may join
+	// (WithMaxWaiting).
+	maxWaiting int64
+	hasMax     bool
+}
+
 // enter waits for a connection slot. hold is the average connection hold
 // time, so the queued-th waiter's predicted wait is queued × hold ÷
 // connections. It returns a release func, or a *RefusedError when the wait
 // would not fit the caller's share of its deadline (or, in a standing
 // queue, a couple of holds), or the context error.
-func (g *gate) enter(ctx context.Context, hold time.Duration, byDeadline bool, maxWaiting int64, hasMax bool) (func(), error) {
+func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), error) {
 	p := priorityOf(ctx)
 	g.mu.Lock()
 	if g.mayTake(p) && g.next() < 0 {
@@ -94,12 +117,12 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, byDeadline bool, m
 	}
 	queued := len(g.queue) + 1
 	wait := time.Duration(float64(queued) * float64(hold) / float64(g.conns))
-	if hasMax && int64(queued) > maxWaiting {
+	if e.hasMax && int64(queued) > e.maxWaiting {
 		g.mu.Unlock()
 		return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
 	}
 	var patience <-chan time.Time
-	if deadline, ok := ctx.Deadline(); byDeadline && ok {
+	if deadline, ok := ctx.Deadline(); e.byDeadline && ok {
 		target := time.Duration(p.share() * float64(time.Until(deadline)))
 		if p != Critical && g.overloaded() {
 			// A queue that has not drained for lifoAfter is a standing

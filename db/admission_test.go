@@ -18,7 +18,7 @@ func fullGate(t *testing.T, conns, reserved int) (*gate, []func()) {
 	g := newGate(conns, reserved)
 	var held []func()
 	for range conns {
-		leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), true, 0, false)
+		leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), entry{byDeadline: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
 		go func() {
 			defer close(done)
 			var leave func()
-			if leave, err = g.enter(ctx, fixedWait(tc.wait), true, 0, false); err == nil {
+			if leave, err = g.enter(ctx, fixedWait(tc.wait), entry{byDeadline: true}); err == nil {
 				leave()
 			}
 		}()
@@ -92,7 +92,7 @@ func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range 5 {
 				wg.Go(func() {
-					leave, err := g.enter(context.Background(), fixedWait(0), true, 0, false)
+					leave, err := g.enter(context.Background(), fixedWait(0), entry{byDeadline: true})
 					if err != nil {
 						t.Error(err)
 						return
@@ -120,20 +120,20 @@ func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 	g := newGate(3, 1)
 	read := WithPriority(context.Background(), Normal)
 	for range 2 {
-		if _, err := g.enter(read, fixedWait(0), true, 0, false); err != nil {
+		if _, err := g.enter(read, fixedWait(0), entry{byDeadline: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(read, 50*time.Millisecond)
 	defer cancel()
-	if leave, err := g.enter(ctx, fixedWait(0), true, 0, false); err == nil {
+	if leave, err := g.enter(ctx, fixedWait(0), entry{byDeadline: true}); err == nil {
 		t.Errorf("a third read got the reserved connection")
 		leave()
 	}
 	start := time.Now()
 	cctx, ccancel := context.WithTimeout(WithPriority(context.Background(), Critical), time.Second)
 	defer ccancel()
-	leave, err := g.enter(cctx, fixedWait(0), true, 0, false)
+	leave, err := g.enter(cctx, fixedWait(0), entry{byDeadline: true})
 	if err != nil || time.Since(start) > 10*time.Millisecond {
 		t.Fatalf("checkout: %v after %s, want a connection at once", err, time.Since(start))
 	}
@@ -154,7 +154,7 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 		g.now = func() time.Time { return now }
 		first := make(chan error, 1)
 		go func() { // a waiter that keeps the queue standing
-			leave, err := g.enter(context.Background(), 0, true, 0, false)
+			leave, err := g.enter(context.Background(), 0, entry{byDeadline: true})
 			if err == nil {
 				leave()
 			}
@@ -171,7 +171,7 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 		go func() {
 			defer close(done)
 			var leave func()
-			if leave, err = g.enter(ctx, 10*time.Millisecond, true, 0, false); err == nil {
+			if leave, err = g.enter(ctx, 10*time.Millisecond, entry{byDeadline: true}); err == nil {
 				leave()
 			}
 		}()

@@ -35,7 +35,7 @@ func newBreaker(p *Pool) *breaker.Breaker {
 // probe is the breaker's health query: it bypasses the breaker and the
 // waiting count, and any error fails it.
 func (p *Pool) probe(ctx context.Context) error {
-	conn, err := p.Pool.Acquire(ctx)
+	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/db/dbtest"
@@ -38,7 +36,7 @@ func proxiedPool(t *testing.T, cfg breaker.Config) (*db.Pool, *dbtest.Transition
 }
 
 func selectOne(ctx context.Context, pool *db.Pool) error {
-	return pool.With(ctx, func(c *pgxpool.Conn) error {
+	return pool.With(ctx, func(c db.Conn) error {
 		var one int
 		return c.QueryRow(ctx, "SELECT 1").Scan(&one)
 	})

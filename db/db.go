@@ -40,10 +40,11 @@ type Config struct {
 	// ReservedCritical connections are kept for Critical work (checkout):
 	// saturated reads can never take them. Default 0.
 	ReservedCritical int
-	// AdmitByDeadline refuses at the door a caller whose predicted queue
-	// wait does not fit its share of its remaining deadline (admission.go).
-	// Off, only WithMaxWaiting's cap refuses.
-	AdmitByDeadline bool
+	// Admission is what refuses a caller at the door (admission.go):
+	// AdmitDeadline also one whose predicted queue wait does not fit its
+	// share of its remaining deadline. Default AdmitQueue: only
+	// WithMaxWaiting's cap refuses.
+	Admission Admission
 	// Tracer sees every query (e.g. OpenTelemetry spans); nil: none.
 	Tracer pgx.QueryTracer
 	// Prepare lists statements prepared on every new connection (warm.go),
@@ -73,9 +74,12 @@ func (c Config) withDefaults() Config {
 
 // Pool is a bounded pgxpool that counts the callers waiting for a connection,
 // which pgxpool itself does not expose, so load shedding can refuse work
-// before it joins a queue that cannot drain in time.
+// before it joins a queue that cannot drain in time. The pgxpool is not
+// exposed: every statement runs through With (guard.go), behind the breaker
+// and the admission gate; the few things that must not pass them have
+// narrow methods of their own (Ping, Stat, Close; migrations in migrate.go).
 type Pool struct {
-	*pgxpool.Pool
+	pool      *pgxpool.Pool
 	cfg       Config
 	breaker   *breaker.Breaker
 	waiting   atomic.Int64
@@ -127,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
 		}
 	}
-	p := &Pool{Pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical)}
+	p := &Pool{pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical)}
 	p.breaker = newBreaker(p)
 	return p, nil
 }
@@ -164,120 +168,13 @@ func (p *Pool) Name() string { return p.cfg.Name }
 // Waiting is the number of callers currently waiting for a connection.
 func (p *Pool) Waiting() int64 { return p.waiting.Load() + int64(p.gate.queued()) }
 
-// hungMargin is how far past statement_timeout a call may run before the
-// server counts as hung (network round trips, scheduling).
-const hungMargin = 500 * time.Millisecond
-
 // Breaker is the state of the pool's circuit breaker.
 func (p *Pool) Breaker() breaker.Snapshot { return p.breaker.Snapshot() }
 
 // Close stops the breaker's probes, then closes the pool.
 func (p *Pool) Close() {
 	p.breaker.Close()
-	p.Pool.Close()
-}
-
-// Acquire takes a connection, waiting at most the acquire timeout. The wait is
-// counted in Waiting. A request whose priority allows a shorter queue than
-// the current one (see WithMaxWaiting) is refused at once with a
-// RefusedError; a saturated pool yields ErrAcquireTimeout; a caller whose
-// own context ends yields its context error.
-func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	// Join the queue first, then check: checking first lets a burst of
-	// callers all pass the check at once and overshoot the limit.
-	n := p.waiting.Add(1)
-	defer p.waiting.Add(-1)
-	if limit, ok := maxWaiting(ctx); ok && n > limit {
-		p.shed.Add(1)
-		return nil, &RefusedError{Pool: p.cfg.Name, Reason: ErrSaturated, RetryAfter: p.DrainEstimate()}
-	}
-
-	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
-	defer cancel()
-	conn, err := p.Pool.Acquire(actx)
-	if err == nil {
-		return conn, nil
-	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, ctx.Err())
-	}
-	if actx.Err() != nil && !isConnect(err) {
-		// The queue that kept this request waiting says when to come back.
-		return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name,
-			&retryError{err: ErrAcquireTimeout, after: p.DrainEstimate()}, p.cfg.AcquireTimeout)
-	}
-	return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, err)
-}
-
-// With runs fn on a connection and releases it after, through the circuit
-// breaker: while the database is failing, calls are refused at once with a
-// RefusedError instead of each waiting for its own timeout. fn runs under
-// the caller's ctx, not the acquire deadline.
-func (p *Pool) With(ctx context.Context, fn func(*pgxpool.Conn) error) error {
-	err := p.breaker.Do(func() error {
-		leave, err := p.admit(ctx)
-		if err != nil {
-			return err
-		}
-		defer leave()
-		conn, err := p.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		start := time.Now()
-		defer func() {
-			p.recordHold(time.Since(start))
-			conn.Release()
-		}()
-		err = fn(conn)
-		if errors.Is(err, context.DeadlineExceeded) && time.Since(start) > p.cfg.StatementTimeout+hungMargin {
-			err = fmt.Errorf("%w: %w", ErrServerHung, err)
-		}
-		return err
-	})
-	var open *breaker.OpenError
-	if errors.As(err, &open) {
-		// Retry-After is the time to the next probe (the handler rounds it
-		// up to at least 1 s): no sooner can a retry succeed.
-		p.tripped.Add(1)
-		return &RefusedError{Pool: p.cfg.Name, Reason: ErrCircuitOpen, RetryAfter: open.RetryAfter}
-	}
-	if IsStatementTimeout(err) {
-		p.timeouts.Add(1)
-	}
-	return err
-}
-
-// admit passes the gate (admission.go): refused at once when the predicted
-// wait does not fit the caller's deadline (or SHED_MAX_WAITING's cap),
-// else queued, within the acquire timeout, in the gate's order.
-func (p *Pool) admit(ctx context.Context) (func(), error) {
-	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
-	defer cancel()
-	limit, hasMax := maxWaiting(ctx)
-	leave, err := p.gate.enter(actx, p.holdTime(), p.cfg.AdmitByDeadline, limit, hasMax)
-	var refused *RefusedError
-	switch {
-	case err == nil:
-		return leave, nil
-	case errors.As(err, &refused):
-		p.shed.Add(1)
-		refused.Pool = p.cfg.Name
-		refused.RetryAfter = max(time.Second, refused.RetryAfter)
-		return nil, refused
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("db %s: %w", p.cfg.Name, err)
-	}
-	return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name,
-		&retryError{err: ErrAcquireTimeout, after: p.DrainEstimate()}, p.cfg.AcquireTimeout)
-}
-
-// holdTime is the average time a connection is held (10 ms until known).
-func (p *Pool) holdTime() time.Duration {
-	if hold := time.Duration(p.holdNanos.Load()); hold > 0 {
-		return hold
-	}
-	return 10 * time.Millisecond
+	p.pool.Close()
 }
 
 // StatementTimeouts counts statements the server cancelled for running past

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/stampede-guard/api/db"
@@ -54,7 +53,7 @@ func TestStatementTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			err := pool.With(t.Context(), func(conn *pgxpool.Conn) error {
+			err := pool.With(t.Context(), func(conn db.Conn) error {
 				_, err := conn.Exec(t.Context(), tt.sql)
 				return err
 			})
@@ -206,8 +205,10 @@ func TestCheckSizing(t *testing.T) {
 	t.Parallel()
 	pool := openPool(t, db.Config{MaxConns: 1})
 	var maxConns, reserved int
-	err := pool.QueryRow(t.Context(), `SELECT current_setting('max_connections')::int,
-		current_setting('superuser_reserved_connections')::int`).Scan(&maxConns, &reserved)
+	err := pool.With(t.Context(), func(conn db.Conn) error {
+		return conn.QueryRow(t.Context(), `SELECT current_setting('max_connections')::int,
+			current_setting('superuser_reserved_connections')::int`).Scan(&maxConns, &reserved)
+	})
 	if err != nil {
 		t.Fatalf("read limits: %v", err)
 	}
@@ -244,7 +245,7 @@ func TestAcquireTimeoutHintsDrainTime(t *testing.T) {
 	t.Parallel()
 	pool := openPool(t, db.Config{MaxConns: 1, AcquireTimeout: 200 * time.Millisecond})
 	sleep := func(s float64) error {
-		return pool.With(t.Context(), func(conn *pgxpool.Conn) error {
+		return pool.With(t.Context(), func(conn db.Conn) error {
 			_, err := conn.Exec(t.Context(), "SELECT pg_sleep($1)", s)
 			return err
 		})

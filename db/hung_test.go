@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/db/dbtest"
@@ -44,7 +42,7 @@ func TestBreakerOpensOnHungServer(t *testing.T) {
 	query := func() error {
 		ctx, cancel := context.WithTimeout(ctx, 1200*time.Millisecond)
 		defer cancel()
-		return pool.With(ctx, func(c *pgxpool.Conn) error {
+		return pool.With(ctx, func(c db.Conn) error {
 			var one int
 			return c.QueryRow(ctx, "SELECT 1").Scan(&one)
 		})

@@ -113,11 +113,13 @@ func Seed(ctx context.Context, p *Pool, fsys fs.FS, stmt string, log *slog.Logge
 }
 
 // maintenancePool opens a short-lived pool of p's configuration for
-// migrations and seeds. p's statement_timeout is sized for requests
+// migrations and seeds, outside p's breaker and gate: they run once, before
+// any traffic (or as a command of their own), and must not count against
+// or wait behind the request path. p's statement_timeout is sized for requests
 // (seconds); a migration or a seed may legitimately take longer, especially
 // while other instances hammer the same server.
 func maintenancePool(ctx context.Context, p *Pool) (*pgxpool.Pool, error) {
-	cfg := p.Pool.Config()
+	cfg := p.pool.Config()
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(migrationStatementTimeout.Milliseconds(), 10)
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * migrationStatementTimeout).Milliseconds(), 10)
 	// The pool's connect timeout is sized for requests too (a fraction of

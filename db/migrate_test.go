@@ -53,9 +53,11 @@ func TestMigrateConcurrentInstances(t *testing.T) {
 		t.Fatalf("list migrations: got %v (err %v), want at least one .sql file", files, err)
 	}
 	var rows, versions, products int64
-	err = pools[0].QueryRow(ctx,
-		`SELECT count(*), count(DISTINCT version_id) FROM goose_db_version WHERE version_id > 0`,
-	).Scan(&rows, &versions)
+	err = pools[0].With(ctx, func(conn db.Conn) error {
+		return conn.QueryRow(ctx,
+			`SELECT count(*), count(DISTINCT version_id) FROM goose_db_version WHERE version_id > 0`,
+		).Scan(&rows, &versions)
+	})
 	if err != nil {
 		t.Fatalf("read goose_db_version: %v", err)
 	}
@@ -63,7 +65,10 @@ func TestMigrateConcurrentInstances(t *testing.T) {
 		t.Errorf("applied migrations: got %d rows for %d versions, want each of the %d files once (%v)",
 			rows, versions, len(files), files)
 	}
-	if err := pools[0].QueryRow(ctx, `SELECT count(*) FROM products`).Scan(&products); err != nil {
+	err = pools[0].With(ctx, func(conn db.Conn) error {
+		return conn.QueryRow(ctx, `SELECT count(*) FROM products`).Scan(&products)
+	})
+	if err != nil {
 		t.Fatalf("count products: %v", err)
 	}
 	if products != 1000 {

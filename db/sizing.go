@@ -50,10 +50,12 @@ func CheckSizing(ctx context.Context, pool *Pool, s Sizing) (SizingReport, error
 	r := SizingReport{Sizing: s}
 	// current_setting(..., true) is NULL where the setting does not exist
 	// (reserved_connections before PostgreSQL 16).
-	err := pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int,
-		current_setting('superuser_reserved_connections')::int
-		+ coalesce(current_setting('reserved_connections', true), '0')::int`,
-	).Scan(&r.MaxConnections, &r.Reserved)
+	err := pool.With(ctx, func(conn Conn) error {
+		return conn.QueryRow(ctx, `SELECT current_setting('max_connections')::int,
+			current_setting('superuser_reserved_connections')::int
+			+ coalesce(current_setting('reserved_connections', true), '0')::int`,
+		).Scan(&r.MaxConnections, &r.Reserved)
+	})
 	if err != nil {
 		return r, fmt.Errorf("db %s: read connection limits: %w", pool.Name(), err)
 	}

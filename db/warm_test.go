@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/db/dbtest"
@@ -58,7 +57,7 @@ func hostOf(t *testing.T, raw string) string {
 
 func runWarmQuery(t *testing.T, pool *db.Pool) error {
 	t.Helper()
-	return pool.With(t.Context(), func(conn *pgxpool.Conn) error {
+	return pool.With(t.Context(), func(conn db.Conn) error {
 		var n int
 		return conn.QueryRow(t.Context(), warmQuery, 41).Scan(&n)
 	})
@@ -99,7 +98,7 @@ func TestClosedIdleConnectionReplaced(t *testing.T) {
 	t.Parallel()
 	pool, _ := openCounted(t, db.Config{})
 	var pid int32
-	if err := pool.With(t.Context(), func(conn *pgxpool.Conn) error {
+	if err := pool.With(t.Context(), func(conn db.Conn) error {
 		return conn.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid)
 	}); err != nil {
 		t.Fatal(err)

@@ -14,17 +14,28 @@ type Queue interface {
 	DrainEstimate() time.Duration
 }
 
+// ShedMode says where Shed may refuse a request.
+type ShedMode int
+
+const (
+	// ShedAtPool: only the pool refuses, at the moment the request would
+	// queue for a connection; a read served from the cache never is.
+	ShedAtPool ShedMode = iota
+	// ShedAtDoor: also before the handler runs, when the queue is already
+	// full: for classes whose every request needs the database, that
+	// refusal costs nothing at all.
+	ShedAtDoor
+)
+
 // Shed admits requests of one priority class against the queue of the pool
 // they use. maxWaiting is the longest queue the class may join: small for
 // low-value work (reports), larger for checkout, so the low class is shed
 // first. Every request carries its limit in the context (through mark), so
-// the pool refuses it at the moment it would queue — a product read served
-// from the cache never is. With atDoor, the limit is also checked before the
-// handler runs: for classes whose every request needs the database, that
-// refusal costs nothing at all.
-func Shed(q Queue, maxWaiting int64, atDoor bool, mark func(context.Context, int64) context.Context, onShed func(*gin.Context)) gin.HandlerFunc {
+// the pool refuses it at the moment it would queue. mode says whether the
+// limit is also checked at the door.
+func Shed(q Queue, maxWaiting int64, mode ShedMode, mark func(context.Context, int64) context.Context, onShed func(*gin.Context)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if atDoor && q.Waiting() >= maxWaiting {
+		if mode == ShedAtDoor && q.Waiting() >= maxWaiting {
 			if onShed != nil {
 				onShed(c)
 			}

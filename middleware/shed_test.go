@@ -47,17 +47,17 @@ func TestShed(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	cases := []struct {
 		name           string
-		atDoor         bool
+		mode           middleware.ShedMode
 		waiting        int64
 		drain          time.Duration
 		wantStatus     int
 		wantRetryAfter string
 	}{
-		{"under the threshold passes", true, 3, time.Second, 200, ""},
-		{"at the threshold is shed", true, 4, 1500 * time.Millisecond, 503, "2"},
-		{"far above is shed", true, 40, 3 * time.Second, 503, "3"},
-		{"sub-second drain rounds up to 1", true, 4, 10 * time.Millisecond, 503, "1"},
-		{"not at the door: passes, the pool decides", false, 40, time.Second, 200, ""},
+		{"under the threshold passes", middleware.ShedAtDoor, 3, time.Second, 200, ""},
+		{"at the threshold is shed", middleware.ShedAtDoor, 4, 1500 * time.Millisecond, 503, "2"},
+		{"far above is shed", middleware.ShedAtDoor, 40, 3 * time.Second, 503, "3"},
+		{"sub-second drain rounds up to 1", middleware.ShedAtDoor, 4, 10 * time.Millisecond, 503, "1"},
+		{"not at the door: passes, the pool decides", middleware.ShedAtPool, 40, time.Second, 200, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestShed(t *testing.T) {
 				return context.WithValue(ctx, markKey{}, n)
 			}
 			e := gin.New()
-			e.Use(middleware.Shed(q, 4, tc.atDoor, mark, func(*gin.Context) { shed.Add(1) }))
+			e.Use(middleware.Shed(q, 4, tc.mode, mark, func(*gin.Context) { shed.Add(1) }))
 			var seen any
 			e.GET("/", func(c *gin.Context) {
 				seen = c.Request.Context().Value(markKey{})

@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/db"
 )
@@ -46,7 +45,7 @@ func (k *APIKeys) Create(ctx context.Context, scope string) (string, error) {
 	}
 	key := apiKeyPrefix + base64.RawURLEncoding.EncodeToString(secret)
 	sum := sha256.Sum256([]byte(key))
-	err := k.pool.With(ctx, func(conn *pgxpool.Conn) error {
+	err := k.pool.With(ctx, func(conn db.Conn) error {
 		_, err := conn.Exec(ctx, `INSERT INTO api_keys (key_sha256, scope) VALUES ($1, $2)`, sum[:], scope)
 		return err
 	})
@@ -61,7 +60,7 @@ func (k *APIKeys) Create(ctx context.Context, scope string) (string, error) {
 // about how close a wrong key came.
 func (k *APIKeys) HasHash(ctx context.Context, sum [32]byte, scope string) (bool, error) {
 	var found bool
-	err := k.pool.With(ctx, func(conn *pgxpool.Conn) error {
+	err := k.pool.With(ctx, func(conn db.Conn) error {
 		return conn.QueryRow(ctx, `SELECT scope = $2 FROM api_keys WHERE key_sha256 = $1`, sum[:], scope).Scan(&found)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stampede-guard/api/db"
 )
 
 // Cache penetration: a flood of unique ids that do not exist costs one
@@ -58,7 +58,7 @@ const (
 // the filter is loaded by a later read (at most one try a second).
 func (p *Products) FilterUnknownIDs(ctx context.Context, perSecond float64) error {
 	p.known = &knownIDs{perSecond: perSecond, budget: p.cache.NewQuota("unknown-id-lookups", int(perSecond))}
-	if !p.known.refresh(ctx, p.pool, false) || !p.known.loaded() {
+	if !p.known.refresh(ctx, p.pool, reloadIfOld) || !p.known.loaded() {
 		return errors.New("repo: product id filter not loaded yet")
 	}
 	return nil
@@ -85,20 +85,20 @@ const (
 // A read of a known id never pays for the filter's upkeep: the reload and
 // the catch-ups happen on the path of unknown ids only.
 func (k *knownIDs) check(ctx context.Context, pool interface {
-	With(context.Context, func(*pgxpool.Conn) error) error
+	With(context.Context, func(db.Conn) error) error
 }, id int64) verdict {
 	k.mu.RLock()
 	loaded, seen, maxID := k.filter != nil, k.filter != nil && k.filter.Test(idKey(id)), k.maxID
 	k.mu.RUnlock()
 	switch {
 	case !loaded:
-		k.refresh(ctx, pool, false) // the start-up load failed: try again
+		k.refresh(ctx, pool, reloadIfOld) // the start-up load failed: try again
 		return mayExist
 	case seen:
 		return mayExist
 	case id > maxID && k.budget.Allow(ctx):
 		return lookUp // perhaps created on another instance a moment ago
-	case id > maxID && k.refresh(ctx, pool, true) && k.seen(id):
+	case id > maxID && k.refresh(ctx, pool, reloadOrCatchUp) && k.seen(id):
 		return mayExist
 	}
 	return absent
@@ -122,13 +122,24 @@ func (k *knownIDs) add(id int64) {
 	}
 }
 
-// refresh loads the filter when it is missing or old, or, with catchUp,
-// adds the ids created since the last look (at most once per
-// knownCatchUpEvery). It reports whether it looked. Only one caller works
-// at a time; the others go on with the filter as it is.
+// refreshKind says how far refresh may go.
+type refreshKind int
+
+const (
+	// reloadIfOld loads the filter only when it is missing or old.
+	reloadIfOld refreshKind = iota
+	// reloadOrCatchUp also adds the ids created since the last look.
+	reloadOrCatchUp
+)
+
+// refresh loads the filter when it is missing or old, or, with
+// reloadOrCatchUp, adds the ids created since the last look (at most once
+// per knownCatchUpEvery). It reports whether it looked. Only one caller
+// works at a time; the others go on with the filter as it is.
 func (k *knownIDs) refresh(ctx context.Context, pool interface {
-	With(context.Context, func(*pgxpool.Conn) error) error
-}, catchUp bool) bool {
+	With(context.Context, func(db.Conn) error) error
+}, kind refreshKind) bool {
+	catchUp := kind == reloadOrCatchUp
 	k.mu.RLock()
 	full := k.filter == nil || time.Since(k.loadedAt) > knownReloadEvery
 	// At most one query per knownCatchUpEvery, failed ones included: a
@@ -151,7 +162,7 @@ func (k *knownIDs) refresh(ctx context.Context, pool interface {
 		after = max(0, after-knownCatchUpOverlap)
 	}
 	var ids []int64
-	err := pool.With(ctx, func(conn *pgxpool.Conn) error {
+	err := pool.With(ctx, func(conn db.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT id FROM products WHERE id > $1 ORDER BY id`, after)
 		if err != nil {
 			return err

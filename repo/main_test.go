@@ -75,20 +75,27 @@ func forget(t testing.TB, c *cache.Cache, ids ...int64) {
 	}
 }
 
-// queryInt runs a query that returns one integer, straight on the database.
+// queryInt runs a query that returns one integer, straight on the database
+// (through the pool's guarded path, past the cache).
 func queryInt(t testing.TB, pool *db.Pool, sql string, args ...any) int64 {
 	t.Helper()
 	var n int64
-	if err := pool.QueryRow(testCtx(t), sql, args...).Scan(&n); err != nil {
+	ctx := testCtx(t)
+	if err := pool.With(ctx, func(conn db.Conn) error { return conn.QueryRow(ctx, sql, args...).Scan(&n) }); err != nil {
 		t.Fatalf("%s %v: %v", sql, args, err)
 	}
 	return n
 }
 
-// exec runs a statement straight on the database.
+// exec runs a statement straight on the database (through the pool's
+// guarded path, past the cache).
 func exec(t testing.TB, pool *db.Pool, sql string, args ...any) {
 	t.Helper()
-	if _, err := pool.Exec(testCtx(t), sql, args...); err != nil {
+	ctx := testCtx(t)
+	if err := pool.With(ctx, func(conn db.Conn) error {
+		_, err := conn.Exec(ctx, sql, args...)
+		return err
+	}); err != nil {
 		t.Fatalf("%s %v: %v", sql, args, err)
 	}
 }

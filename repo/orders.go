@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/db"
 )
@@ -53,7 +52,7 @@ func NewOrders(pool *db.Pool, log *slog.Logger) *Orders { return &Orders{pool: p
 // already created this order, which is then returned unchanged.
 func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed bool, err error) {
 	attempt := func() error {
-		return o.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		return o.pool.With(ctx, func(conn db.Conn) error {
 			return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
 				order, replayed, err = o.create(ctx, tx, in)
 				return err
@@ -73,7 +72,7 @@ func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed
 	// key ever got past the advisory lock together, the loser lands here
 	// and answers with the winner's order.
 	if in.IdempotencyKey != "" && db.IsUniqueViolation(err, "orders_idempotency_key_key") {
-		err = o.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		err = o.pool.With(ctx, func(conn db.Conn) error {
 			order, replayed, err = o.replay(ctx, conn, in)
 			if err == nil && !replayed {
 				return errors.New("idempotency key vanished after a unique violation")
@@ -153,7 +152,7 @@ func (o *Orders) replay(ctx context.Context, q interface {
 func (o *Orders) Get(ctx context.Context, id int64) (Order, error) {
 	var order Order
 	err := retry(ctx, func() error {
-		return o.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		return o.pool.With(ctx, func(conn db.Conn) error {
 			return conn.QueryRow(ctx,
 				`SELECT id, product_id, quantity, total_cents, created_at FROM orders WHERE id = $1`, id,
 			).Scan(&order.ID, &order.ProductID, &order.Quantity, &order.TotalCents, &order.CreatedAt)

@@ -25,7 +25,7 @@ import (
 func viaPooler(t *testing.T, pooler db.Pooler) (direct, app *db.Pool) {
 	t.Helper()
 	direct = dbtest.NewPool(t, "repo", db.Config{MaxConns: 4})
-	name := direct.Config().ConnConfig.Database
+	name := databaseName(t, direct)
 	exec(t, direct, fmt.Sprintf(`ALTER DATABASE %q SET statement_timeout = '1s'`, name))
 	if !pooler.Behind() {
 		return direct, direct
@@ -38,6 +38,19 @@ func viaPooler(t *testing.T, pooler db.Pooler) (direct, app *db.Pool) {
 	}
 	t.Cleanup(app.Close)
 	return direct, app
+}
+
+// databaseName is the name of the database pool is on.
+func databaseName(t *testing.T, pool *db.Pool) string {
+	t.Helper()
+	ctx := testCtx(t)
+	var name string
+	if err := pool.With(ctx, func(conn db.Conn) error {
+		return conn.QueryRow(ctx, `SELECT current_database()`).Scan(&name)
+	}); err != nil {
+		t.Fatalf("current_database: %v", err)
+	}
+	return name
 }
 
 // withDatabase is raw with its database set to name.
@@ -105,7 +118,10 @@ func TestBehindPgBouncer(t *testing.T) {
 			}
 			wg.Wait()
 
-			_, err := app.Exec(ctx, `SELECT pg_sleep(3)`)
+			err := app.With(ctx, func(conn db.Conn) error {
+				_, err := conn.Exec(ctx, `SELECT pg_sleep(3)`)
+				return err
+			})
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
 				t.Errorf("pg_sleep(3) with a 1 s server statement_timeout: got %v, want query_canceled (57014)", err)
@@ -120,7 +136,7 @@ func TestBehindPgBouncer(t *testing.T) {
 func TestPoolerNeedsServerTimeout(t *testing.T) {
 	t.Parallel()
 	direct := dbtest.NewPool(t, "repo", db.Config{MaxConns: 2})
-	name := direct.Config().ConnConfig.Database
+	name := databaseName(t, direct)
 	exec(t, direct, fmt.Sprintf(`ALTER DATABASE %q SET statement_timeout = 0`, name))
 	url := withDatabase(t, pgbouncer.Start(t, dbtest.AdminURL()), name)
 	p, err := db.Open(testCtx(t), db.Config{URL: url, Pooler: db.PoolerPgBouncer})

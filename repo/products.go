@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
@@ -122,7 +121,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 // load is the single query a cache miss may cost.
 func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 	var pr Product
-	err := p.with(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn db.Conn) error {
 		return conn.QueryRow(ctx,
 			selectProduct, id,
 		).Scan(pr.fields()...)
@@ -141,7 +140,7 @@ func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 func (p *Products) List(ctx context.Context, after int64, limit int) (Page, error) {
 	limit = max(1, limit) // the handler bounds it; a zero would panic below
 	page := Page{Items: make([]Product, 0, limit)}
-	err := p.with(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn db.Conn) error {
 		rows, err := conn.Query(ctx,
 			`SELECT `+productColumns+` FROM products WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
 		if err != nil {
@@ -169,7 +168,7 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 // negative entry that a read of the not-yet-existing id may have left.
 func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	var pr Product
-	err := p.with(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn db.Conn) error {
 		return conn.QueryRow(ctx,
 			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
 			 RETURNING `+productColumns, in.Name, in.PriceCents, in.Stock,
@@ -192,7 +191,7 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 // of two editors holding the same ETag exactly one wins.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
-	err := p.with(ctx, func(conn *pgxpool.Conn) error {
+	err := p.with(ctx, func(conn db.Conn) error {
 		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
 			if in.IfMatch != nil {
 				if err := checkIfMatch(ctx, tx, id, in.IfMatch); err != nil {
@@ -258,6 +257,6 @@ func (p Product) inUTC() Product {
 }
 
 // with runs fn on the main pool, retrying transient failures.
-func (p *Products) with(ctx context.Context, fn func(*pgxpool.Conn) error) error {
+func (p *Products) with(ctx context.Context, fn func(db.Conn) error) error {
 	return retry(ctx, func() error { return p.pool.With(ctx, fn) })
 }

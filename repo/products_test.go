@@ -18,8 +18,11 @@ import (
 func seededProduct(t *testing.T, pool *db.Pool, id int64) repo.Product {
 	t.Helper()
 	p := repo.Product{ID: id}
-	if err := pool.QueryRow(testCtx(t), `SELECT name, price_cents, updated_at FROM products WHERE id = $1`, id).
-		Scan(&p.Name, &p.PriceCents, &p.UpdatedAt); err != nil {
+	ctx := testCtx(t)
+	if err := pool.With(ctx, func(conn db.Conn) error {
+		return conn.QueryRow(ctx, `SELECT name, price_cents, updated_at FROM products WHERE id = $1`, id).
+			Scan(&p.Name, &p.PriceCents, &p.UpdatedAt)
+	}); err != nil {
 		t.Fatalf("select product %d: %v", id, err)
 	}
 	p.UpdatedAt = p.UpdatedAt.UTC()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/db"
 )
@@ -32,7 +31,7 @@ func NewReports(pool *db.Pool) *Reports { return &Reports{pool: pool} }
 func (r *Reports) TopProducts(ctx context.Context, days, limit int) ([]TopProduct, error) {
 	var out []TopProduct
 	err := retry(ctx, func() error {
-		return r.pool.With(ctx, func(conn *pgxpool.Conn) error {
+		return r.pool.With(ctx, func(conn db.Conn) error {
 			rows, err := conn.Query(ctx, `
 			SELECT p.id, p.name, SUM(o.quantity)::bigint AS units, SUM(o.total_cents)::bigint AS revenue
 			FROM orders o JOIN products p ON p.id = o.product_id

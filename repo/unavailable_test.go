@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,14 +17,11 @@ func TestProductsListFailsFastOnSaturatedPool(t *testing.T) {
 	const acquireTimeout = 100 * time.Millisecond
 	products, _, pool := newProducts(t, db.Config{MaxConns: 1, AcquireTimeout: acquireTimeout})
 
-	held, err := pool.Acquire(testCtx(t))
-	if err != nil {
-		t.Fatalf("acquire the only connection: %v", err)
-	}
+	release := holdOnlyConn(t, pool)
 	start := time.Now()
-	_, err = products.List(testCtx(t), 0, 10)
+	_, err := products.List(testCtx(t), 0, 10)
 	elapsed := time.Since(start)
-	held.Release()
+	release()
 
 	if !errors.Is(err, repo.ErrUnavailable) {
 		t.Errorf("List on a saturated pool: got error %v, want ErrUnavailable", err)
@@ -48,4 +46,34 @@ func TestProductsListFailsFastOnSaturatedPool(t *testing.T) {
 	if len(page.Items) != 10 {
 		t.Errorf("List after release: got %d items, want 10", len(page.Items))
 	}
+}
+
+// holdOnlyConn takes the pool's only connection, as another caller would,
+// and keeps it until release is called (at the latest when the test ends).
+func holdOnlyConn(t *testing.T, pool *db.Pool) (release func()) {
+	t.Helper()
+	taken, done, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		held <- pool.With(testCtx(t), func(db.Conn) error {
+			close(taken)
+			<-done
+			return nil
+		})
+	}()
+	select {
+	case <-taken:
+	case err := <-held:
+		t.Fatalf("take the only connection: %v", err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(done)
+			if err := <-held; err != nil {
+				t.Errorf("hold the only connection: %v", err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
 }

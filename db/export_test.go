@@ -1,0 +1,12 @@
+package db
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Acquire exposes the acquire step of With to the tests of its errors and
+// of Waiting, which hold connections outside any fn. Outside tests the
+// only way to a connection is With, behind the breaker and the gate.
+func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return p.acquire(ctx) }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stampede-guard/api/breaker"
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/repo"
+)
+
+// This file fills the Config of package db and package breaker from config,
+// each in one method, in the package's own names and units: no other code
+// in package main sets a field of db.Config, db.Sizing or breaker.Config.
+
+// dbConfig is the db.Config of one pool. "main" and "reports" serve
+// requests (the bulkheads: reports can never starve checkout); "migrate"
+// reaches PostgreSQL itself behind a pooler (dbpooler.go); any other name
+// is a one-shot command's pool on DATABASE_URL. tracer, when not nil, sees
+// every query.
+func (c config) dbConfig(name string, maxConns int, tracer pgx.QueryTracer, log *slog.Logger) db.Config {
+	dc := db.Config{
+		URL: c.DatabaseURL, Name: name, MaxConns: int32(maxConns), // #nosec G115 -- loadConfig caps it at MaxInt32
+		AcquireTimeout: c.AcquireTimeout, IdleTimeout: c.IdleTimeout, StatementTimeout: c.StmtTimeout,
+		Pooler: c.DBPooler, Admission: c.Admission, Breaker: c.breakerConfig(log), Tracer: tracer,
+	}
+	switch name {
+	case "main":
+		dc.ReservedCritical = c.CheckoutReserved // checkout never waits behind reads
+		dc.Prepare = repo.Statements()           // a cold key's load is one round trip
+	case "reports":
+		if c.DatabaseReadURL != "" {
+			dc.URL = c.DatabaseReadURL // reports tolerate a replica's lag
+		}
+	case "migrate":
+		dc.URL, dc.Pooler = c.DatabaseDirectURL, db.PoolerNone
+	}
+	return dc
+}
+
+// breakerConfig is the one breaker policy of the PostgreSQL pools and the
+// Redis client, both configured through it; each names its breaker and
+// brings its own probe.
+func (c config) breakerConfig(log *slog.Logger) breaker.Config {
+	return breaker.Config{
+		Failures: uint32(c.BreakerFailures), OpenMin: c.BreakerOpenMin, OpenMax: c.BreakerOpenMax, // #nosec G115 -- loadConfig caps it at MaxInt32
+		OnStateChange: func(name string, from, to breaker.State) {
+			log.Warn("breaker state", "breaker", name, "from", from.String(), "to", to.String())
+		},
+	}
+}
+
+// sizing is the fleet's connection budget for db.CheckSizing.
+func (c config) sizing() db.Sizing {
+	return db.Sizing{
+		Instances:   c.ExpectedInstances,
+		PerInstance: c.MainMaxConns + c.ReportsMaxConns,
+		Headroom:    c.PoolHeadroom,
+	}
+}
