@@ -26,6 +26,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/stampede-guard/api/redisconn"
 )
 
 // Mode picks how much protection a miss gets.
@@ -258,7 +260,7 @@ type Cache struct {
 	log     *slog.Logger
 	now     func() time.Time
 	l1      *l1
-	tracker *tracker // nil unless L1 is invalidated by CLIENT TRACKING
+	tracker *redisconn.Tracking // nil unless L1 is invalidated by CLIENT TRACKING
 	group   singleflight.Group
 	stats   Stats
 	tracer  trace.Tracer
