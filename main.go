@@ -197,7 +197,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if cfg.AdminAddr != "off" {
 		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())
 		defer stopWatch() // before rdb closes
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken,
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log, token: cfg.AdminToken,
 			settings: consoleSettings(cfg), reads: reads, hot: hot, recent: recent}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {

@@ -26,6 +26,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/stampede-guard/api/cache/internal/redislock"
 )
 
 // Mode picks how much protection a miss gets.
@@ -87,6 +89,10 @@ func ParseWaiter(s string) (Waiter, error) {
 var ErrLockTimeout = errors.New("cache: timed out waiting for another load")
 
 var errClosed = errors.New("cache: closed")
+
+// ErrNotObtained means another load of the key holds its lock (Reload):
+// a normal outcome, since that load is storing the value now.
+var ErrNotObtained = redislock.ErrNotObtained
 
 // Config tunes a Cache. Zero values take the documented defaults.
 type Config struct {

@@ -25,6 +25,11 @@ func (c *Cache) lockKey(key string) string {
 	return ns + lockKey(strings.TrimPrefix(key, ns))
 }
 
+// LockPattern is the SCAN pattern matching every lock this cache takes (and
+// only its namespace's), so an operator's listing of held locks does not
+// re-encode the key scheme lockKey owns.
+func (c *Cache) LockPattern() string { return c.cfg.Namespace + "lock:*" }
+
 // named puts a caller's key in this cache's namespace; every exported
 // method that takes a key calls it first, so everything below sees one name.
 func (c *Cache) named(key string) string { return c.cfg.Namespace + key }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/stampede-guard/api/cache/internal/redislock"
 )
 
 // Backoff of a waiter polling for another instance's load.
@@ -36,13 +38,13 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		case err == nil:
 			wait.end("acquired")
 			return c.loadHolding(ctx, key, lock, load)
-		case !errors.Is(err, ErrNotObtained):
+		case !errors.Is(err, redislock.ErrNotObtained):
 			// The lock tier is gone; single-flight still bounds this process.
 			wait.end("unavailable")
 			c.warnOutage("cache: lock unavailable, loading without it", "key", key, "err", err)
 			return c.loadCapped(ctx, key, load)
 		}
-		if h := holderOf(err); h != "" && h != holder {
+		if h := redislock.Holder(err); h != "" && h != holder {
 			if holder != "" {
 				// The lock changed hands without a value: its holder died
 				// and another instance took over. Its load deserves the
@@ -105,19 +107,19 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 
 // obtain tries once to take key's lock and counts the outcome (acquired or
 // contended), for every path that loads under the lock.
-func (c *Cache) obtain(ctx context.Context, key string) (*Lock, error) {
-	lock, err := Obtain(ctx, c.rdb, c.lockKey(key), c.cfg.LockTTL)
+func (c *Cache) obtain(ctx context.Context, key string) (*redislock.Lock, error) {
+	lock, err := redislock.Obtain(ctx, c.rdb, c.lockKey(key), c.cfg.LockTTL)
 	switch {
 	case err == nil:
 		c.stats.lockAcquired.Add(1)
-	case errors.Is(err, ErrNotObtained):
+	case errors.Is(err, redislock.ErrNotObtained):
 		c.stats.lockContended.Add(1)
 	}
 	return lock, err
 }
 
 // loadHolding runs while we hold lock: double-check, load, fenced store.
-func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
+func (c *Cache) loadHolding(ctx context.Context, key string, lock *redislock.Lock, load LoadFunc) (Entry, error) {
 	// The load's deadline starts now, not when this caller began waiting:
 	// a waiter that took over a dead holder's lock gets a whole load, and
 	// never less than other instances' waiters wait for it.
@@ -137,7 +139,7 @@ func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load Lo
 
 // storeLoaded loads while holding lock (extended by the watchdog) and ends
 // with a fenced write that also releases it.
-func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
+func (c *Cache) storeLoaded(ctx context.Context, key string, lock *redislock.Lock, load LoadFunc) (Entry, error) {
 	stopWatch := func() int { return 0 }
 	if !c.cfg.NoWatchdog {
 		stopWatch = lock.Watch(ctx)
@@ -159,7 +161,7 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 	err = lock.SetAndRelease(sctx, key, b, ttl)
 	write.SetAttributes(attrFenced.String(writeOutcome(err)))
 	switch {
-	case errors.Is(err, ErrLockNotHeld):
+	case errors.Is(err, redislock.ErrLockNotHeld):
 		// Our lock expired mid-load and someone else may hold it now: their
 		// value wins. Ours is still a correct answer for our own callers.
 		c.stats.lockLost.Add(1)
@@ -178,10 +180,10 @@ func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load Lo
 
 // release frees the lock on a context of its own, so a cancelled load still
 // unlocks at once instead of leaving waiters until the TTL.
-func (c *Cache) release(key string, lock *Lock) {
+func (c *Cache) release(key string, lock *redislock.Lock) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := lock.Release(ctx); err != nil && !errors.Is(err, ErrLockNotHeld) {
+	if err := lock.Release(ctx); err != nil && !errors.Is(err, redislock.ErrLockNotHeld) {
 		c.log.Warn("cache: unlock failed", "key", lock.Key(), "err", err)
 		return
 	}
