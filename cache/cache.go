@@ -84,6 +84,19 @@ func ParseWaiter(s string) (Waiter, error) {
 	return 0, fmt.Errorf("unknown waiter %q (want wait, fail or load)", s)
 }
 
+// WatchdogMode says whether a load extends its lock while it runs. The
+// zero value keeps the watchdog on: turning it off is for showing what it
+// prevents (a load outliving its lock costs a second query).
+type WatchdogMode int
+
+const (
+	// WatchdogOn extends the lock every LockTTL/3 while its load runs.
+	WatchdogOn WatchdogMode = iota
+	// WatchdogOff lets a load outlive its lock; the fenced write then
+	// stores nothing.
+	WatchdogOff
+)
+
 // ErrLockTimeout means a waiter gave up after LockWait without seeing the
 // value that another instance was loading.
 var ErrLockTimeout = errors.New("cache: timed out waiting for another load")
@@ -112,8 +125,9 @@ type Config struct {
 	// for a dead holder's lock to expire does not eat into it); default
 	// LockTTL.
 	LoadTimeout time.Duration
-	// NoWatchdog turns off lock extension during long loads (for the lab).
-	NoWatchdog bool
+	// Watchdog says whether a load holding the lock extends it while it
+	// runs; the zero value, WatchdogOn, does.
+	Watchdog   WatchdogMode
 	XFetchBeta float64       // > 1 refreshes earlier; default 1
 	L1TTL      time.Duration // 0 disables the in-process cache
 	L1Size     int           // default 10 000 entries

@@ -23,7 +23,7 @@ import (
 func TestLockExpiresDuringSlowLoad(t *testing.T) {
 	tests := []struct {
 		name       string
-		noWatchdog bool
+		watchdog   cache.WatchdogMode
 		lockTTL    time.Duration
 		loadTimes  []time.Duration // per call, in order
 		wantLoads  int64
@@ -37,14 +37,14 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			// Each holder outlives its own lock, so each fenced write is
 			// refused: the first does not overwrite, the second has nothing
 			// to be fenced against but lost its lock too.
-			name: "no watchdog, both loads outlive their lock", noWatchdog: true,
+			name: "no watchdog, both loads outlive their lock", watchdog: cache.WatchdogOff,
 			lockTTL: 100 * time.Millisecond, loadTimes: []time.Duration{300 * time.Millisecond, 300 * time.Millisecond},
 			wantLoads: 2, wantA: "v1", wantB: "v2", wantStored: "", wantLostA: 1, wantLostB: 1,
 		},
 		{
 			// The second load fits in its lock and is stored; the first
 			// holder's late write (at 300 ms) must not replace it.
-			name: "no watchdog, second load fits its lock", noWatchdog: true,
+			name: "no watchdog, second load fits its lock", watchdog: cache.WatchdogOff,
 			lockTTL: 100 * time.Millisecond, loadTimes: []time.Duration{300 * time.Millisecond, 20 * time.Millisecond},
 			wantLoads: 2, wantA: "v1", wantB: "v2", wantStored: "v2", wantLostA: 1, wantLostB: 0,
 		},
@@ -53,7 +53,7 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			// watchdog has 50 ms to extend, and Redis on a loaded 2-CPU CI
 			// machine stalled longer than that (both holders lost their
 			// lock). 250 ms of slack keeps the test about the watchdog.
-			name: "watchdog keeps the lock", noWatchdog: false,
+			name: "watchdog keeps the lock", watchdog: cache.WatchdogOn,
 			lockTTL: 500 * time.Millisecond, loadTimes: []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond},
 			wantLoads: 1, wantA: "v1", wantB: "v1", wantStored: "v1",
 		},
@@ -77,7 +77,7 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 				return fmt.Appendf(nil, "v%d", n), nil
 			}
 			cfg := cache.Config{
-				Mode: cache.ModeLock, LockTTL: tc.lockTTL, NoWatchdog: tc.noWatchdog,
+				Mode: cache.ModeLock, LockTTL: tc.lockTTL, Watchdog: tc.watchdog,
 				// The default LoadTimeout is LockTTL, which would cancel the
 				// query when its lock expires: the lab is about a query that
 				// outlives its lock, so let it run.
@@ -112,7 +112,7 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			if got := b.Stats().LockLost; got != tc.wantLostB {
 				t.Errorf("second instance: got LockLost %d, want %d", got, tc.wantLostB)
 			}
-			if !tc.noWatchdog {
+			if tc.watchdog == cache.WatchdogOn {
 				if got := a.Stats().Extensions; got < 1 {
 					t.Errorf("first instance: got %d lock extensions, want >= 1", got)
 				}

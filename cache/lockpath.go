@@ -141,7 +141,7 @@ func (c *Cache) loadHolding(ctx context.Context, key string, lock *redislock.Loc
 // with a fenced write that also releases it.
 func (c *Cache) storeLoaded(ctx context.Context, key string, lock *redislock.Lock, load LoadFunc) (Entry, error) {
 	stopWatch := func() int { return 0 }
-	if !c.cfg.NoWatchdog {
+	if c.cfg.Watchdog == WatchdogOn {
 		stopWatch = lock.Watch(ctx)
 	}
 	mark := c.l1.mark()
