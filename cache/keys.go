@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -51,18 +50,6 @@ func copyKey(key string, n int) string {
 		}
 	}
 	return key + "#" + strconv.Itoa(n)
-}
-
-// readKey picks the key a read uses: a random copy of a hot key, or the
-// entry itself.
-func (c *Cache) readKey(key string) string {
-	if !c.hotCopies(key) {
-		return key
-	}
-	if i := rand.IntN(c.cfg.Copies); i > 0 { // #nosec G404 -- spreads reads over copies; not a secret
-		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
-	}
-	return key
 }
 
 // baseKey undoes copyKey ("p:{42#1}" → "p:{42}"), so a change to any copy

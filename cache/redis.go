@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,18 @@ import (
 // or foreign value is a miss too, logged once per key until it is replaced.
 func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err error) {
 	return c.readAs(ctx, key, c.readKey(key))
+}
+
+// readKey picks the key a read uses: a random copy of a hot key, or the
+// entry itself.
+func (c *Cache) readKey(key string) string {
+	if !c.hotCopies(key) {
+		return key
+	}
+	if i := rand.IntN(c.cfg.Copies); i > 0 { // #nosec G404 -- spreads reads over copies; not a secret
+		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
+	}
+	return key
 }
 
 // readEntry reads key's entry itself, from its master: never a copy, never
