@@ -125,9 +125,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if replicas != nil {
 		defer replicas.Close()
 	}
+	watchdog := cache.WatchdogOn
+	if !cfg.LockWatchdog { // LOCK_WATCHDOG=false: the lab shows what it prevents
+		watchdog = cache.WatchdogOff
+	}
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
-		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
+		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, Watchdog: watchdog, Waiter: cfg.LockWaiter,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
 		Tracking: trackingBase(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
@@ -198,7 +202,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if cfg.AdminAddr != "off" {
 		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())
 		defer stopWatch() // before rdb closes
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken,
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log, token: cfg.AdminToken,
 			settings: consoleSettings(cfg), reads: reads, hot: hot, recent: recent}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
