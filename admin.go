@@ -71,7 +71,6 @@ type admin struct {
 	breakers map[string]func() breaker.Snapshot
 	metrics  *metrics
 	rdb      redis.UniversalClient
-	ns       string // CACHE_NAMESPACE with its ":", or ""
 	log      *slog.Logger
 	// token (ADMIN_TOKEN), when set, is required on every request; when
 	// empty, only requests naming a loopback Host are served (see guard).
@@ -195,7 +194,7 @@ func (a *admin) scanLocks(ctx context.Context, rdb redis.Cmdable) []string {
 	var keys []string
 	var cursor uint64
 	for page := 0; page < maxScanPages && len(keys) < maxLockHolders; page++ {
-		batch, next, err := rdb.Scan(ctx, cursor, a.ns+"lock:*", scanPage).Result()
+		batch, next, err := rdb.Scan(ctx, cursor, a.cache.LockPattern(), scanPage).Result()
 		if err != nil {
 			a.log.Debug("admin: listing locks failed", "err", err)
 			break

@@ -46,34 +46,6 @@ func TestClusterConfigErrors(t *testing.T) {
 	}
 }
 
-// TestNewRedisPicksClient: REDIS_CLUSTER_ADDRS selects a cluster client
-// with the single-node client's timeouts and retries.
-func TestNewRedisPicksClient(t *testing.T) {
-	single, err := newRedis(config{RedisURL: dbtest.RedisURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer single.Close()
-	cluster, err := newRedis(config{RedisURL: "redis://u:p@127.0.0.1:6379/0", RedisClusterAddrs: []string{"127.0.0.1:7101"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	so := single.(*redis.Client).Options()
-	cc, ok := cluster.(*redis.ClusterClient)
-	if !ok {
-		t.Fatalf("with REDIS_CLUSTER_ADDRS: got %T, want *redis.ClusterClient", cluster)
-	}
-	co := cc.Options()
-	if co.DialTimeout != so.DialTimeout || co.ReadTimeout != so.ReadTimeout || co.WriteTimeout != so.WriteTimeout ||
-		co.PoolTimeout != so.PoolTimeout || co.MaxRetries != so.MaxRetries || co.ContextTimeoutEnabled != so.ContextTimeoutEnabled {
-		t.Errorf("cluster options %+v differ from the single client's %+v", co, so)
-	}
-	if co.Username != "u" || co.Password != "p" {
-		t.Errorf("cluster credentials: got %q/%q, want those of REDIS_URL", co.Username, co.Password)
-	}
-}
-
 // TestLimiterOnBothBackends: two instances (own clients, own stores) share
 // one rate-limit budget on one Redis and on the cluster alike.
 func TestLimiterOnBothBackends(t *testing.T) {

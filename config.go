@@ -85,7 +85,7 @@ type config struct {
 	RateLimitKey         string        // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
 	UnknownIDFilter      bool          // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
 	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second fleet-wide, of ids above the highest known
-	RedisClusterAddrs    []string      // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redis.go)
+	RedisClusterAddrs    []string      // REDIS_CLUSTER_ADDRS: a Redis Cluster instead of REDIS_URL (redisconn.Open)
 	DBPooler             db.Pooler     // DB_POOLER: PgBouncer in front of PostgreSQL (dbpooler.go)
 	DatabaseDirectURL    string        // DATABASE_DIRECT_URL: PostgreSQL itself, for migrations behind a pooler
 	DatabaseReadURL      string        // DATABASE_READ_URL: a read replica for the reports pool

@@ -11,6 +11,7 @@ import (
 	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/hotkeys"
+	"github.com/stampede-guard/api/redisconn"
 	"github.com/stampede-guard/api/repo"
 )
 
@@ -94,7 +95,7 @@ func hotKeyRates(d *hotkeys.Detector) []hotkeys.Rate {
 // slot (MOVED storms, go-redis issue #3023). While the Redis breaker is
 // open the client refuses at once, as the main one does, instead of
 // dialling replicas of a Redis that is down. Nil unless enabled.
-func newReplicaReads(cfg config, rdb redis.UniversalClient, b *cache.Breaker) *redis.ClusterClient {
+func newReplicaReads(cfg config, rdb redis.UniversalClient, b *redisconn.Breaker) *redis.ClusterClient {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !cfg.HotKey.ReplicaReads || !ok {
 		return nil
@@ -102,7 +103,7 @@ func newReplicaReads(cfg config, rdb redis.UniversalClient, b *cache.Breaker) *r
 	opt := *cc.Options()
 	opt.ReadOnly, opt.RouteRandomly, opt.RouteByLatency = true, true, false
 	rc := redis.NewClusterClient(&opt)
-	rc.AddHook(cache.ReloadOnOutage(rc))
+	rc.AddHook(redisconn.ReloadOnOutage(rc))
 	rc.AddHook(openGate{b})
 	return rc
 }
@@ -119,15 +120,15 @@ func replicaReads(rc *redis.ClusterClient) redis.UniversalClient {
 // openGate refuses commands while the Redis breaker is open, without
 // counting their outcomes: a replica's own failures must not open the
 // breaker of every Redis call (the cache falls back to the master).
-type openGate struct{ b *cache.Breaker }
+type openGate struct{ b *redisconn.Breaker }
 
 func (g openGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (g openGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if g.b.State() == breaker.Open {
-			cmd.SetErr(cache.ErrRedisDown)
-			return cache.ErrRedisDown
+			cmd.SetErr(redisconn.ErrBreakerOpen)
+			return redisconn.ErrBreakerOpen
 		}
 		return next(ctx, cmd)
 	}

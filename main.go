@@ -24,6 +24,7 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/redisconn"
 	"github.com/stampede-guard/api/repo"
 )
 
@@ -43,7 +44,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	log := newLogger(stdout, cfg.LogLevel)
-	setRedisLogger(log)
+	redisconn.SetLogger(log) // go-redis's logger is one per process
 	if cfg.BreakerOpenOld {
 		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
 	}
@@ -94,16 +95,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer reportsPool.Close()
 
 	// ---- Redis -------------------------------------------------------------
-	rdb, err := newRedis(cfg)
+	rdb, err := redisconn.Open(redisConfig(cfg))
 	if err != nil {
-		return err
+		return fmt.Errorf("config: REDIS_URL: %w", err)
 	}
 	defer rdb.Close()
 	if err := tr.instrumentRedis(rdb); err != nil {
 		return err
 	}
-	redisBreaker := cache.NewBreaker(rdb, cfg.breakerConfig(log)) // hooks itself into rdb
-	defer redisBreaker.Close()                                    // before rdb.Close: it probes through rdb
+	redisBreaker := redisconn.NewBreaker(rdb, cfg.breakerConfig(log)) // hooks itself into rdb
+	defer redisBreaker.Close()                                        // before rdb.Close: it probes through rdb
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		// Not fatal: the service answers from the database while Redis is
 		// away, and /readyz says so.
@@ -124,11 +125,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if replicas != nil {
 		defer replicas.Close()
 	}
+	watchdog := cache.WatchdogOn
+	if !cfg.LockWatchdog { // LOCK_WATCHDOG=false: the lab shows what it prevents
+		watchdog = cache.WatchdogOff
+	}
 	c := cache.New(ctx, rdb, cache.Config{
 		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
-		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, NoWatchdog: !cfg.LockWatchdog, Waiter: cfg.LockWaiter,
+		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, Watchdog: watchdog, Waiter: cfg.LockWaiter,
 		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
-		Tracking: trackingOptions(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
+		Tracking: trackingBase(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
 		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
 		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL, TracerProvider: tr.provider(),
 		Hot: hotSet(hot), HotL1TTL: cfg.HotKey.L1TTL, ReplicaReads: replicaReads(replicas),
@@ -197,7 +202,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if cfg.AdminAddr != "off" {
 		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())
 		defer stopWatch() // before rdb closes
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, ns: cfg.namespace(), log: log, token: cfg.AdminToken,
+		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log, token: cfg.AdminToken,
 			settings: consoleSettings(cfg), reads: reads, hot: hot, recent: recent}
 		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
 		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {

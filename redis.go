@@ -5,64 +5,28 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/redisconn"
 	"github.com/stampede-guard/api/repo"
 )
 
-// newRedis builds the one Redis client the whole app shares (cache, locks,
-// fenced writes, job markers, rate limits, invalidation, breaker): a
-// Cluster client when REDIS_CLUSTER_ADDRS is set, else a client of
-// REDIS_URL. Both honour the caller's deadline (ContextTimeoutEnabled) and
-// give up fast when Redis is gone, so an outage costs milliseconds, not
-// socket timeouts; the cluster's per-node pools get the same settings. On
-// a cluster, credentials and TLS still come from REDIS_URL (its host and
-// logical database are unused: a cluster has database 0 only).
-func newRedis(cfg config) (redis.UniversalClient, error) {
-	opt, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
-	}
-	const (
-		dial       = time.Second
-		readWrite  = 500 * time.Millisecond
-		poolWait   = time.Second
-		maxRetries = 1
-	)
-	if len(cfg.RedisClusterAddrs) == 0 {
-		opt.ContextTimeoutEnabled = true
-		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = dial, readWrite, readWrite, poolWait
-		opt.MaxRetries = maxRetries
-		return redis.NewClient(opt), nil
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:    cfg.RedisClusterAddrs,
-		Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           dial, ReadTimeout: readWrite, WriteTimeout: readWrite, PoolTimeout: poolWait,
-		// MaxRedirects bounds MOVED/ASK hops, not retries of a failed
-		// command, which MaxRetries bounds as on one server; PoolSize
-		// (per node) keeps go-redis's default, as on one server.
-		MaxRetries: maxRetries,
-	})
-	// A dead master sends no MOVED: without this, go-redis would learn of
-	// its promoted replica only at its next periodic reload (60 s).
-	cc.AddHook(cache.ReloadOnOutage(cc))
-	return cc, nil
+// redisConfig is the Redis client's configuration, from REDIS_URL and
+// REDIS_CLUSTER_ADDRS; its timeouts keep redisconn's defaults.
+func redisConfig(cfg config) redisconn.Config {
+	return redisconn.Config{URL: cfg.RedisURL, ClusterAddrs: cfg.RedisClusterAddrs}
 }
 
-// trackingOptions are the options of the connection that hears Redis's
-// CLIENT TRACKING invalidations, or nil to keep pub/sub. Tracking is per
-// server: checkCluster refuses it on a cluster.
-func trackingOptions(cfg config, rdb redis.UniversalClient) *redis.Options {
-	c, ok := rdb.(*redis.Client)
-	if !cfg.L1Tracking || !ok {
+// trackingBase is the client options the L1's tracking connection is
+// cloned from with L1_INVALIDATION=tracking, or nil to keep pub/sub.
+// Tracking is per server: checkCluster refuses it on a cluster.
+func trackingBase(cfg config, rdb redis.UniversalClient) *redis.Options {
+	if !cfg.L1Tracking {
 		return nil
 	}
-	return c.Options()
+	return redisconn.TrackingBase(rdb)
 }
 
 // checkCluster refuses, at start, a configuration that would break on a

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/cache/internal/redislock"
 	"github.com/stampede-guard/api/db/dbtest"
 	"github.com/stampede-guard/api/internal/rediscluster"
 )
@@ -182,11 +183,11 @@ func TestLockOnBothBackends(t *testing.T) {
 			prefix := newPrefix()
 			key := prefix + "{p:1}"
 			lk := "lock:" + key
-			l, err := cache.Obtain(ctx, rdb, lk, 10*time.Second)
+			l, err := redislock.Obtain(ctx, rdb, lk, 10*time.Second)
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
 			}
-			if _, err := cache.Obtain(ctx, be.client(t), lk, 10*time.Second); !errors.Is(err, cache.ErrNotObtained) {
+			if _, err := redislock.Obtain(ctx, be.client(t), lk, 10*time.Second); !errors.Is(err, redislock.ErrNotObtained) {
 				t.Fatalf("second Obtain: got %v, want ErrNotObtained", err)
 			}
 			if err := l.SetAndRelease(ctx, key, []byte("v"), time.Minute); err != nil {
@@ -200,7 +201,7 @@ func TestLockOnBothBackends(t *testing.T) {
 			}
 			// An untagged pair almost surely spans two slots.
 			other := prefix + "untagged"
-			l2, err := cache.Obtain(ctx, rdb, "lock:"+prefix+"elsewhere", 10*time.Second)
+			l2, err := redislock.Obtain(ctx, rdb, "lock:"+prefix+"elsewhere", 10*time.Second)
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
 			}

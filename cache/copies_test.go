@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"path"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,6 +93,32 @@ func TestCopyAndLockKeys(t *testing.T) {
 		if tc.tagged || !strings.Contains(tc.key, "}") {
 			if lk := lockKey(tc.key); slot(lk) != s0 {
 				t.Errorf("slot(lockKey(%q) = %q): got %d, want %d (the entry's)", tc.key, lk, slot(lk), s0)
+			}
+		}
+	}
+}
+
+// TestLockPatternMatchesOwnLocksOnly: the pattern an operator's listing
+// scans matches the lock of every key of this namespace, tagged or not, and
+// no key of another namespace or any entry.
+func TestLockPatternMatchesOwnLocksOnly(t *testing.T) {
+	t.Parallel()
+	for _, ns := range []string{"", "app"} {
+		c := &Cache{cfg: Config{Namespace: ns}.withDefaults()}
+		other := &Cache{cfg: Config{Namespace: "other"}.withDefaults()}
+		for _, key := range []string{"product:v1:{7}", "plain"} {
+			for _, tc := range []struct {
+				name string
+				k    string
+				want bool
+			}{
+				{"own lock", c.lockKey(c.named(key)), true},
+				{"own entry", c.named(key), false},
+				{"other namespace's lock", other.lockKey(other.named(key)), false},
+			} {
+				if got, _ := path.Match(c.LockPattern(), tc.k); got != tc.want {
+					t.Errorf("namespace %q, %s %q against %q: got match %v, want %v", ns, tc.name, tc.k, c.LockPattern(), got, tc.want)
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"time"
 )
 
@@ -25,6 +26,56 @@ type Entry struct {
 	SoftExpiry time.Time
 	// Delta is how long the load that produced the value took (XFetch).
 	Delta time.Duration
+}
+
+// newEntry wraps a loaded value of key with its freshness facts and returns
+// its Redis expiry. The expiry is jittered (TTLJitter) so keys written
+// together (a warm-up, a burst of misses) do not all expire together. Where
+// the entry is fresh until Redis drops it (absent entries, modes without
+// SWR) its freshness ends at the jittered expiry too, so XFetch aims at the
+// real one.
+func (c *Cache) newEntry(key string, value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
+	if !absent && c.static[key] {
+		// Fresh until the safety TTL, which writes and the repair job keep
+		// pushing back: no read ever finds it stale or missing.
+		return Entry{Value: value, Static: true, SoftExpiry: c.now().Add(c.cfg.StaticTTL), Delta: delta}, c.cfg.StaticTTL
+	}
+	soft, hard := c.lifetime(absent), c.cfg.TTL
+	if absent {
+		hard = soft
+	}
+	if jittered := c.jitter(hard); soft >= hard {
+		soft, hard = jittered, jittered
+	} else {
+		hard = max(jittered, soft+(hard-soft)/2) // keep a stale window
+	}
+	e := Entry{Value: value, Absent: absent, SoftExpiry: c.now().Add(soft), Delta: delta}
+	if absent {
+		e.Value = nil // the envelope of an absent entry has no payload
+	}
+	return e, hard
+}
+
+// jitter shortens ttl by a random fraction of at most TTLJitter: a
+// configured TTL stays an upper bound.
+func (c *Cache) jitter(ttl time.Duration) time.Duration {
+	if c.cfg.TTLJitter <= 0 {
+		return ttl
+	}
+	return ttl - time.Duration(rand.Float64()*c.cfg.TTLJitter*float64(ttl)) // #nosec G404 -- expiry jitter, not a secret
+}
+
+// lifetime is how long a new entry stays fresh. Without SWR nothing is
+// served stale: the entry is fresh until Redis drops it, which is also
+// XFetch's expiry.
+func (c *Cache) lifetime(absent bool) time.Duration {
+	switch {
+	case absent:
+		return c.cfg.NegativeTTL
+	case c.cfg.Mode != ModeSWR:
+		return c.cfg.TTL
+	}
+	return c.cfg.SoftTTL
 }
 
 // The envelope is a fixed 20-byte header followed by the payload: compact,

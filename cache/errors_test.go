@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/cache/internal/redislock"
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
@@ -227,7 +228,7 @@ func TestLockWaitTimeout(t *testing.T) {
 	rdb := dbtest.NewRedis(t, redisDB)
 	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, LockWait: wait})
 	key := newPrefix() + "{p:1}"
-	held, err := cache.Obtain(ctx, rdb, "lock:"+key, 10*time.Second)
+	held, err := redislock.Obtain(ctx, rdb, "lock:"+key, 10*time.Second)
 	if err != nil {
 		t.Fatalf("Obtain: %v", err)
 	}
@@ -258,7 +259,7 @@ func TestFailFastWaiter(t *testing.T) {
 	rdb := dbtest.NewRedis(t, redisDB)
 	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, LockWait: 5 * time.Second, Waiter: cache.WaiterFail})
 	key := newPrefix() + "{p:1}"
-	held, err := cache.Obtain(ctx, rdb, "lock:"+key, 10*time.Second)
+	held, err := redislock.Obtain(ctx, rdb, "lock:"+key, 10*time.Second)
 	if err != nil {
 		t.Fatalf("Obtain: %v", err)
 	}

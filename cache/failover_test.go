@@ -16,6 +16,7 @@ import (
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/internal/rediscluster"
+	"github.com/stampede-guard/api/redisconn"
 )
 
 // failoverAddrs are the nodes of a cluster of this test's own (it kills a
@@ -47,12 +48,13 @@ func TestClusterFailoverRecovers(t *testing.T) {
 	}
 	t.Cleanup(func() { rediscluster.Stop(dir) })
 
-	// The app's client settings (redis.go).
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true,
-		DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
-		PoolTimeout: time.Second, MaxRetries: 1})
-	rdb.AddHook(cache.ReloadOnOutage(rdb))
-	t.Cleanup(func() { _ = rdb.Close() })
+	// The app's client: its settings and its ReloadOnOutage hook.
+	client, err := redisconn.Open(redisconn.Config{URL: "redis://", ClusterAddrs: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	rdb := client.(*redis.ClusterClient)
 	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock})
 	key := newPrefix() + "{p:1}"
 	var calls atomic.Int64

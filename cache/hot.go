@@ -58,12 +58,11 @@ func (c *Cache) dropCopies(ctx context.Context, key string) {
 // until its next load. Deduplicated per key; Close stops it.
 func (c *Cache) respread(key string) {
 	c.group.DoChan("copies\x00"+key, func() (any, error) {
-		if !c.track() {
+		ctx, done, ok := c.owned(c.life, time.Second)
+		if !ok {
 			return nil, errClosed
 		}
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.life, time.Second)
-		defer cancel()
+		defer done()
 		var get *redis.StringCmd
 		var ttl *redis.DurationCmd
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -82,18 +81,4 @@ func (c *Cache) respread(key string) {
 		}
 		return nil, nil
 	})
-}
-
-// get reads rk; a copy's read goes to Config.ReplicaReads when set, and
-// back to the master if that client fails (a replica down or lagging past
-// its timeout must not turn a hit into a load).
-func (c *Cache) get(ctx context.Context, rk string, isCopy bool) ([]byte, error) {
-	if isCopy && c.cfg.ReplicaReads != nil {
-		b, err := c.cfg.ReplicaReads.Get(ctx, rk).Bytes()
-		if err == nil || errors.Is(err, redis.Nil) {
-			return b, err
-		}
-		c.log.Debug("cache: replica read failed, reading the master", "key", rk, "err", err)
-	}
-	return c.rdb.Get(ctx, rk).Bytes()
 }

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -25,6 +24,11 @@ func (c *Cache) lockKey(key string) string {
 	return ns + lockKey(strings.TrimPrefix(key, ns))
 }
 
+// LockPattern is the SCAN pattern matching every lock this cache takes (and
+// only its namespace's), so an operator's listing of held locks does not
+// re-encode the key scheme lockKey owns.
+func (c *Cache) LockPattern() string { return c.cfg.Namespace + "lock:*" }
+
 // named puts a caller's key in this cache's namespace; every exported
 // method that takes a key calls it first, so everything below sees one name.
 func (c *Cache) named(key string) string { return c.cfg.Namespace + key }
@@ -46,18 +50,6 @@ func copyKey(key string, n int) string {
 		}
 	}
 	return key + "#" + strconv.Itoa(n)
-}
-
-// readKey picks the key a read uses: a random copy of a hot key, or the
-// entry itself.
-func (c *Cache) readKey(key string) string {
-	if !c.hotCopies(key) {
-		return key
-	}
-	if i := rand.IntN(c.cfg.Copies); i > 0 { // #nosec G404 -- spreads reads over copies; not a secret
-		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
-	}
-	return key
 }
 
 // baseKey undoes copyKey ("p:{42#1}" → "p:{42}"), so a change to any copy

@@ -90,15 +90,12 @@ func (l *l1) mark() uint64 {
 	return l.gen.Load()
 }
 
-// fill caches what a read found, unless an invalidation came since mark.
-// The second check catches one that lands between the first and the Add;
-// dropping the entry then costs at most one miss.
-func (l *l1) fill(key string, e Entry, now time.Time, mark uint64) {
-	l.fillUntil(key, e, now, mark, time.Time{})
-}
-
-// fillUntil is fill for an entry that may be held (outage.go) until hold.
-func (l *l1) fillUntil(key string, e Entry, now time.Time, mark uint64, hold time.Time) {
+// fill caches what a read found, unless an invalidation came since mark;
+// hold, when set, lets the entry be held (outage.go) until then. The second
+// check catches an invalidation that lands between the first and the Add;
+// dropping the entry then costs at most one miss. Callers go through
+// readFill.
+func (l *l1) fill(key string, e Entry, now time.Time, mark uint64, hold time.Time) {
 	if l == nil || l.gen.Load() != mark {
 		return
 	}
@@ -106,6 +103,34 @@ func (l *l1) fillUntil(key string, e Entry, now time.Time, mark uint64, hold tim
 	if l.gen.Load() != mark {
 		l.lru.Remove(key)
 	}
+}
+
+// noHold is readFill's hold for every value not loaded during an outage.
+const noHold time.Duration = 0
+
+// readFill is the L1 generation protocol around one read of key: note the
+// invalidation count, read (Redis, or the source for a load), and put what
+// read found in L1 only if no invalidation came meanwhile, so a value read
+// just before a write cannot land in L1 after that write's invalidation.
+// A read that finds nothing, or fails, fills nothing. hold > 0 marks a value
+// loaded while Redis is unusable: L1 may serve it past its TTL, for up to
+// hold and never past its freshness (outage.go).
+func (c *Cache) readFill(key string, hold time.Duration, read func() (Entry, bool, error)) (Entry, bool, error) {
+	mark := c.l1.mark()
+	e, found, err := read()
+	if err != nil || !found {
+		return e, found, err
+	}
+	now := c.now()
+	var until time.Time
+	if hold > 0 {
+		until = now.Add(hold)
+		if e.SoftExpiry.Before(until) {
+			until = e.SoftExpiry // a held value is never served stale
+		}
+	}
+	c.l1.fill(key, e, now, mark, until)
+	return e, true, nil
 }
 
 // purge empties L1, for when invalidations may have been missed.

@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -12,77 +11,6 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db/dbtest"
 )
-
-// TestLockSemantics: one holder at a time, and a holder whose lock expired
-// (a stale token) can neither release, extend nor write over the next one.
-func TestLockSemantics(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rdb := dbtest.NewRedis(t, redisDB)
-	prefix := newPrefix()
-	key := prefix + "{k}"
-	lk := "lock:" + key
-
-	// Long enough that the second Obtain surely finds it held, even on a
-	// starved machine (50 ms was not); short enough to wait out.
-	const staleTTL = 500 * time.Millisecond
-	stale, err := cache.Obtain(ctx, rdb, lk, staleTTL)
-	if err != nil {
-		t.Fatalf("first Obtain: got %v, want nil", err)
-	}
-	if _, err := cache.Obtain(ctx, rdb, lk, time.Second); !errors.Is(err, cache.ErrNotObtained) {
-		t.Fatalf("second Obtain while held: got %v, want ErrNotObtained", err)
-	}
-	if !eventually(4*staleTTL, func() bool { return rdb.Exists(ctx, lk).Val() == 0 }) {
-		t.Fatalf("lock %s did not expire after its %s TTL", lk, staleTTL)
-	}
-	holder, err := cache.Obtain(ctx, rdb, lk, 5*time.Second)
-	if err != nil {
-		t.Fatalf("Obtain after expiry: got %v, want nil", err)
-	}
-
-	if err := stale.Release(ctx); !errors.Is(err, cache.ErrLockNotHeld) {
-		t.Errorf("Release with stale token: got %v, want ErrLockNotHeld", err)
-	}
-	if n := rdb.Exists(ctx, lk).Val(); n != 1 {
-		t.Errorf("after stale Release: got %d lock keys, want 1 (the holder's)", n)
-	}
-
-	if err := stale.Extend(ctx, time.Minute); !errors.Is(err, cache.ErrLockNotHeld) {
-		t.Errorf("Extend with stale token: got %v, want ErrLockNotHeld", err)
-	}
-	if ttl := rdb.PTTL(ctx, lk).Val(); ttl > 5*time.Second {
-		t.Errorf("after stale Extend: got lock TTL %s, want <= 5s (unchanged)", ttl)
-	}
-	if err := holder.Extend(ctx, time.Minute); err != nil {
-		t.Errorf("Extend by holder: got %v, want nil", err)
-	}
-	if ttl := rdb.PTTL(ctx, lk).Val(); ttl <= 5*time.Second {
-		t.Errorf("after holder Extend: got lock TTL %s, want > 5s (about 1m)", ttl)
-	}
-
-	if err := stale.SetAndRelease(ctx, key, []byte("late"), time.Minute); !errors.Is(err, cache.ErrLockNotHeld) {
-		t.Errorf("SetAndRelease with stale token: got %v, want ErrLockNotHeld", err)
-	}
-	if n := rdb.Exists(ctx, key, lk).Val(); n != 1 {
-		t.Errorf("after stale SetAndRelease: got %d of {value, lock} keys, want 1 (lock only)", n)
-	}
-	if err := holder.SetAndRelease(ctx, key, []byte("fresh"), time.Minute); err != nil {
-		t.Errorf("SetAndRelease by holder: got %v, want nil", err)
-	}
-	if got := rdb.Get(ctx, key).Val(); got != "fresh" {
-		t.Errorf("after holder SetAndRelease: got value %q, want %q", got, "fresh")
-	}
-	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > time.Minute {
-		t.Errorf("after holder SetAndRelease: got value TTL %s, want in (0, 1m]", ttl)
-	}
-	if n := rdb.Exists(ctx, lk).Val(); n != 0 {
-		t.Errorf("after holder SetAndRelease: got %d lock keys, want 0", n)
-	}
-	if err := holder.Release(ctx); !errors.Is(err, cache.ErrLockNotHeld) {
-		t.Errorf("Release after SetAndRelease: got %v, want ErrLockNotHeld", err)
-	}
-}
 
 // TestLockExpiresDuringSlowLoad is the lab's lock-ttl experiment: a 100 ms lock
 // over a 300 ms query (scaled up for the watchdog case, see there). Two instances ask for one cold key, the second 10 ms
@@ -95,7 +23,7 @@ func TestLockSemantics(t *testing.T) {
 func TestLockExpiresDuringSlowLoad(t *testing.T) {
 	tests := []struct {
 		name       string
-		noWatchdog bool
+		watchdog   cache.WatchdogMode
 		lockTTL    time.Duration
 		loadTimes  []time.Duration // per call, in order
 		wantLoads  int64
@@ -109,14 +37,14 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			// Each holder outlives its own lock, so each fenced write is
 			// refused: the first does not overwrite, the second has nothing
 			// to be fenced against but lost its lock too.
-			name: "no watchdog, both loads outlive their lock", noWatchdog: true,
+			name: "no watchdog, both loads outlive their lock", watchdog: cache.WatchdogOff,
 			lockTTL: 100 * time.Millisecond, loadTimes: []time.Duration{300 * time.Millisecond, 300 * time.Millisecond},
 			wantLoads: 2, wantA: "v1", wantB: "v2", wantStored: "", wantLostA: 1, wantLostB: 1,
 		},
 		{
 			// The second load fits in its lock and is stored; the first
 			// holder's late write (at 300 ms) must not replace it.
-			name: "no watchdog, second load fits its lock", noWatchdog: true,
+			name: "no watchdog, second load fits its lock", watchdog: cache.WatchdogOff,
 			lockTTL: 100 * time.Millisecond, loadTimes: []time.Duration{300 * time.Millisecond, 20 * time.Millisecond},
 			wantLoads: 2, wantA: "v1", wantB: "v2", wantStored: "v2", wantLostA: 1, wantLostB: 0,
 		},
@@ -125,7 +53,7 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			// watchdog has 50 ms to extend, and Redis on a loaded 2-CPU CI
 			// machine stalled longer than that (both holders lost their
 			// lock). 250 ms of slack keeps the test about the watchdog.
-			name: "watchdog keeps the lock", noWatchdog: false,
+			name: "watchdog keeps the lock", watchdog: cache.WatchdogOn,
 			lockTTL: 500 * time.Millisecond, loadTimes: []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond},
 			wantLoads: 1, wantA: "v1", wantB: "v1", wantStored: "v1",
 		},
@@ -149,7 +77,7 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 				return fmt.Appendf(nil, "v%d", n), nil
 			}
 			cfg := cache.Config{
-				Mode: cache.ModeLock, LockTTL: tc.lockTTL, NoWatchdog: tc.noWatchdog,
+				Mode: cache.ModeLock, LockTTL: tc.lockTTL, Watchdog: tc.watchdog,
 				// The default LoadTimeout is LockTTL, which would cancel the
 				// query when its lock expires: the lab is about a query that
 				// outlives its lock, so let it run.
@@ -184,7 +112,7 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			if got := b.Stats().LockLost; got != tc.wantLostB {
 				t.Errorf("second instance: got LockLost %d, want %d", got, tc.wantLostB)
 			}
-			if !tc.noWatchdog {
+			if tc.watchdog == cache.WatchdogOn {
 				if got := a.Stats().Extensions; got < 1 {
 					t.Errorf("first instance: got %d lock extensions, want >= 1", got)
 				}

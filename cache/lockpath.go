@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/stampede-guard/api/cache/internal/redislock"
 )
 
 // Backoff of a waiter polling for another instance's load.
@@ -30,19 +32,23 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 	// load and the write are its siblings under the Fetch.
 	wctx, wait := c.startWait(ctx)
 	defer wait.end("cancelled")
+	filled := func() (Entry, bool) { // what another instance stored meanwhile
+		e, ok, _ := c.readFill(key, noHold, func() (Entry, bool, error) { return c.read(wctx, key) })
+		return e, ok
+	}
 	for {
 		lock, err := c.obtain(wctx, key)
 		switch {
 		case err == nil:
 			wait.end("acquired")
 			return c.loadHolding(ctx, key, lock, load)
-		case !errors.Is(err, ErrNotObtained):
+		case !errors.Is(err, redislock.ErrNotObtained):
 			// The lock tier is gone; single-flight still bounds this process.
 			wait.end("unavailable")
 			c.warnOutage("cache: lock unavailable, loading without it", "key", key, "err", err)
 			return c.loadCapped(ctx, key, load)
 		}
-		if h := holderOf(err); h != "" && h != holder {
+		if h := redislock.Holder(err); h != "" && h != holder {
 			if holder != "" {
 				// The lock changed hands without a value: its holder died
 				// and another instance took over. Its load deserves the
@@ -52,7 +58,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			holder = h
 		}
 
-		if e, ok := c.readFilled(wctx, key); ok {
+		if e, ok := filled(); ok {
 			wait.end("filled")
 			markShared(ctx)
 			return e, nil
@@ -90,7 +96,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			t.Stop()
 			c.stats.signalWakeups.Add(1)
 			wait.woken = true
-			if e, ok := c.readFilled(wctx, key); ok {
+			if e, ok := filled(); ok {
 				wait.end("filled")
 				markShared(ctx)
 				return e, nil
@@ -105,87 +111,15 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 
 // obtain tries once to take key's lock and counts the outcome (acquired or
 // contended), for every path that loads under the lock.
-func (c *Cache) obtain(ctx context.Context, key string) (*Lock, error) {
-	lock, err := Obtain(ctx, c.rdb, c.lockKey(key), c.cfg.LockTTL)
+func (c *Cache) obtain(ctx context.Context, key string) (*redislock.Lock, error) {
+	lock, err := redislock.Obtain(ctx, c.rdb, c.lockKey(key), c.cfg.LockTTL)
 	switch {
 	case err == nil:
 		c.stats.lockAcquired.Add(1)
-	case errors.Is(err, ErrNotObtained):
+	case errors.Is(err, redislock.ErrNotObtained):
 		c.stats.lockContended.Add(1)
 	}
 	return lock, err
-}
-
-// loadHolding runs while we hold lock: double-check, load, fenced store.
-func (c *Cache) loadHolding(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
-	// The load's deadline starts now, not when this caller began waiting:
-	// a waiter that took over a dead holder's lock gets a whole load, and
-	// never less than other instances' waiters wait for it.
-	ctx, cancel := context.WithTimeout(ctx, c.holdLimit())
-	defer cancel()
-	// Double-check: the previous holder may have stored the value between our
-	// miss and our lock.
-	mark := c.l1.mark()
-	if e, found, err := c.readEntry(ctx, key); err == nil && found && c.now().Before(e.SoftExpiry) {
-		markShared(ctx) // another holder's load, found on the double-check
-		c.release(key, lock)
-		c.l1.fill(key, e, c.now(), mark)
-		return e, nil
-	}
-	return c.storeLoaded(ctx, key, lock, load)
-}
-
-// storeLoaded loads while holding lock (extended by the watchdog) and ends
-// with a fenced write that also releases it.
-func (c *Cache) storeLoaded(ctx context.Context, key string, lock *Lock, load LoadFunc) (Entry, error) {
-	stopWatch := func() int { return 0 }
-	if !c.cfg.NoWatchdog {
-		stopWatch = lock.Watch(ctx)
-	}
-	mark := c.l1.mark()
-	e, ttl, err := c.runLoad(ctx, key, load)
-	c.stats.extensions.Add(int64(stopWatch()))
-	if err != nil {
-		c.release(key, lock)
-		return Entry{}, err
-	}
-	b := c.seal(key, e)
-	// The load may have used up ctx; storing the value it paid for, and
-	// freeing the waiters, deserves a short deadline of its own.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	sctx, write := c.tracer.Start(sctx, spanWrite)
-	defer write.End()
-	err = lock.SetAndRelease(sctx, key, b, ttl)
-	write.SetAttributes(attrFenced.String(writeOutcome(err)))
-	switch {
-	case errors.Is(err, ErrLockNotHeld):
-		// Our lock expired mid-load and someone else may hold it now: their
-		// value wins. Ours is still a correct answer for our own callers.
-		c.stats.lockLost.Add(1)
-		c.log.Warn("cache: lock lost during load, value not stored", "key", key, "lock_ttl", c.cfg.LockTTL)
-	case err != nil:
-		c.log.Warn("cache: fenced store failed", "key", key, "err", err)
-		c.release(key, lock) // do not leave waiters polling until the lock's TTL
-	default:
-		c.corrupt.Delete(key)
-		c.writeCopies(sctx, key, b, ttl)
-		c.signal(sctx, key, e.SoftExpiry)
-	}
-	c.l1.fill(key, e, c.now(), mark)
-	return e, nil
-}
-
-// release frees the lock on a context of its own, so a cancelled load still
-// unlocks at once instead of leaving waiters until the TTL.
-func (c *Cache) release(key string, lock *Lock) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := lock.Release(ctx); err != nil && !errors.Is(err, ErrLockNotHeld) {
-		c.log.Warn("cache: unlock failed", "key", lock.Key(), "err", err)
-		return
-	}
-	c.signal(ctx, key, time.Time{}) // waiters elsewhere may take the lock now
 }
 
 // lockTimeout is ErrLockTimeout with a retry hint: how long the holder's
@@ -215,14 +149,3 @@ func (e *retryError) RetryHint() time.Duration { return e.after }
 // LoadTimeout, and at least LockWait, since other instances' waiters wait
 // that long for its value (a load cut shorter would waste their wait).
 func (c *Cache) holdLimit() time.Duration { return max(c.cfg.LoadTimeout, c.cfg.LockWait) }
-
-// readFilled reads key for a waiter and, if found, fills L1 with it.
-func (c *Cache) readFilled(ctx context.Context, key string) (Entry, bool) {
-	mark := c.l1.mark()
-	e, found, err := c.read(ctx, key)
-	if err != nil || !found {
-		return Entry{}, false
-	}
-	c.l1.fill(key, e, c.now(), mark)
-	return e, true
-}

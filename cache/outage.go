@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -45,33 +44,9 @@ func (c *Cache) outageRead(ctx context.Context, key string, load LoadFunc, now t
 		return c.result(e, Hit, now, true), nil
 	}
 	// Single-flight still holds the database to one load per process.
-	return c.flight(ctx, key, func(lctx context.Context) (Entry, error) {
-		return c.loadOutage(lctx, key, load)
-	})
-}
-
-// loadOutage is loadCapped for a read that found Redis unusable: no store,
-// no lock, at most MaxDirectLoads at once, and the value is held in L1.
-func (c *Cache) loadOutage(ctx context.Context, key string, load LoadFunc) (Entry, error) {
-	select {
-	case c.direct <- struct{}{}:
-		defer func() { <-c.direct }()
-	case <-ctx.Done():
-		return Entry{}, fmt.Errorf("cache load %s: waiting for a direct-load slot: %w", key, ctx.Err())
-	}
-	mark := c.l1.mark()
-	e, _, err := c.runLoad(ctx, key, load)
+	e, err := c.flight(ctx, key, load, c.cfg.LoadTimeout, c.loadOutage)
 	if err != nil {
-		return Entry{}, err
+		return Result{}, err
 	}
-	now := c.now()
-	var hold time.Time
-	if c.cfg.OutageTTL > 0 {
-		hold = now.Add(c.cfg.OutageTTL)
-		if e.SoftExpiry.Before(hold) {
-			hold = e.SoftExpiry // a held value is never served stale
-		}
-	}
-	c.l1.fillUntil(key, e, now, mark, hold)
-	return e, nil
+	return c.result(e, Miss, c.now(), false), nil
 }

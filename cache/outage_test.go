@@ -15,6 +15,7 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/redisconn"
 )
 
 // outageInstance is one app instance of TestRedisOutageOneLoadPerKey: its
@@ -22,7 +23,7 @@ import (
 // counts the queries reaching the database.
 type outageInstance struct {
 	c       *cache.Cache
-	rb      *cache.Breaker
+	rb      *redisconn.Breaker
 	states  *dbtest.Transitions
 	queries *atomic.Int64
 	load    func(key string) cache.LoadFunc
@@ -47,7 +48,7 @@ func newOutageInstance(t *testing.T, dbURL, redisAddr string, cfg cache.Config) 
 	states := &dbtest.Transitions{}
 	// Probes every 100–200 ms: the recovery window is short, but spans
 	// many L1 TTLs of reads.
-	rb := cache.NewBreaker(rdb, breaker.Config{Failures: 1, OpenMin: 100 * time.Millisecond, OpenMax: 200 * time.Millisecond,
+	rb := redisconn.NewBreaker(rdb, breaker.Config{Failures: 1, OpenMin: 100 * time.Millisecond, OpenMax: 200 * time.Millisecond,
 		OnStateChange: states.Record})
 	t.Cleanup(func() { rb.Close(); _ = rdb.Close() }) // after the cache's Close, registered later
 	inst := &outageInstance{c: newCache(t, rdb, cfg), rb: rb, states: states, queries: queries}

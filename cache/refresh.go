@@ -23,14 +23,11 @@ func (c *Cache) refresh(ctx context.Context, key string, seen Entry, load LoadFu
 		default:
 			return nil, nil // saturated: a later request will trigger it
 		}
-		if !c.track() {
+		rctx, done, ok := c.owned(ctx, c.cfg.LoadTimeout)
+		if !ok {
 			return nil, errClosed
 		}
-		defer c.wg.Done()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LoadTimeout)
-		defer cancel()
-		stop := context.AfterFunc(c.life, cancel)
-		defer stop()
+		defer done()
 		c.refreshOnce(rctx, key, seen, load)
 		return nil, nil
 	})
@@ -78,13 +75,39 @@ func xfetchEarly(now, expiry time.Time, delta time.Duration, beta, r float64) bo
 // randUnit returns a uniform float in (0,1], so ln never sees zero.
 func randUnit() float64 { return 1 - rand.Float64() } // #nosec G404 -- XFetch's coin, not a secret
 
-// track registers a background goroutine unless the Cache is closing.
-func (c *Cache) track() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
+// StartRefreshAhead reloads the given hot keys every period (keep it below
+// the soft TTL) for as long as the Cache lives, so they never expire under
+// load. A marker key (<namespace>job:<name>:ran, set NX for 90% of a period) lets one
+// instance per period do the work, however many run it. Close stops it.
+func (c *Cache) StartRefreshAhead(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
+	if len(keys) > 0 {
+		c.everyPeriod(period, func() { c.refreshAheadOnce(name, period, keys, loader) })
 	}
-	c.wg.Add(1)
-	return true
+}
+
+func (c *Cache) refreshAheadOnce(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
+	ctx, cancel := context.WithTimeout(c.life, period)
+	defer cancel()
+	if !c.claimPeriod(ctx, name, period) {
+		return
+	}
+	for _, key := range keys {
+		if err := c.Reload(ctx, key, loader(key)); err != nil && !errors.Is(err, ErrNotObtained) {
+			c.log.Warn("refresh-ahead: reload failed", "key", key, "err", err)
+		}
+	}
+}
+
+// Reload recomputes key now, even if it is fresh, under the key's lock (one
+// try: ErrNotObtained means another load of it is already running), and
+// stores the result with a fenced write.
+func (c *Cache) Reload(ctx context.Context, key string, load LoadFunc) error {
+	key = c.named(key)
+	lock, err := c.obtain(ctx, key)
+	if err != nil {
+		return err
+	}
+	c.stats.refreshes.Add(1)
+	_, err = c.storeLoaded(ctx, key, lock, load)
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/stampede-guard/api/cache/internal/redislock"
 )
 
 // Span names and attributes of the read path. A Fetch is one span; the
@@ -99,7 +101,7 @@ func writeOutcome(err error) string {
 	switch {
 	case err == nil:
 		return "stored"
-	case errors.Is(err, ErrLockNotHeld):
+	case errors.Is(err, redislock.ErrLockNotHeld):
 		return "lock_lost"
 	}
 	return "error"

@@ -28,7 +28,7 @@ func recorder(t *testing.T) (*tracetest.SpanRecorder, trace.TracerProvider) {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -7,6 +7,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-guard/api/redisconn"
+)
+
+// The pause between failed receives grows from trackRetryMin to
+// trackRetryMax, so a Redis outage is not a hot loop of dials.
+const (
+	trackRetryMin = 50 * time.Millisecond
+	trackRetryMax = time.Second
 )
 
 // trackHealthEvery is how long the tracking connection may stay silent
@@ -14,16 +23,35 @@ import (
 // the connection is dead though no error says so (a half-open TCP link).
 const trackHealthEvery = time.Second
 
+// startTracking opens the tracking connection (Config.Tracking) and
+// subscribes it, waiting up to a second for Redis to confirm.
+func (c *Cache) startTracking(ctx context.Context) *redisconn.Tracking {
+	t, err := redisconn.OpenTracking(ctx, c.cfg.Tracking, c.cfg.TrackPrefixes)
+	if err != nil {
+		c.log.Warn("cache: invalidation channel not confirmed yet", "channel", redisconn.TrackingChannel, "err", err)
+	}
+	return t
+}
+
+// closeOnStop closes the tracking connection when the Cache closes: a
+// blocked Receive does not watch its context, but returns once its
+// connection is closed.
+func (c *Cache) closeOnStop(t *redisconn.Tracking) {
+	defer c.wg.Done()
+	<-c.life.Done()
+	t.Close()
+}
+
 // listenTracking applies Redis's invalidations to L1 until Close. It reads
 // with ReceiveTimeout rather than Channel, which hides disconnects: whenever
 // the connection is lost, silent, or (re)subscribed, changes may have gone
 // unheard, so L1 is flushed.
-func (c *Cache) listenTracking(t *tracker) {
+func (c *Cache) listenTracking(t *redisconn.Tracking) {
 	defer c.wg.Done()
 	var wait time.Duration // 0 after a success: one error alone is retried at once
 	pinged := false        // a health ping is waiting for its answer
 	for {
-		sub := t.current()
+		sub := t.Current()
 		msg, err := sub.ReceiveTimeout(c.life, trackHealthEvery)
 		if c.life.Err() != nil {
 			return
@@ -41,7 +69,7 @@ func (c *Cache) listenTracking(t *tracker) {
 			c.log.Warn("cache: L1 flushed: the tracking connection stopped answering; reconnecting")
 			c.flushL1()
 			pinged = false
-			if !t.renew(c.life) {
+			if !t.Renew(c.life) {
 				return
 			}
 			continue
@@ -62,7 +90,7 @@ func (c *Cache) listenTracking(t *tracker) {
 		wait, pinged = 0, false
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			c.log.Debug("cache: L1 tracking (re)subscribed, L1 flushed", "client_id", t.id.Load())
+			c.log.Debug("cache: L1 tracking (re)subscribed, L1 flushed", "client_id", t.ID())
 			c.flushL1()
 		case *redis.Message:
 			c.applyInvalidation(m)
@@ -73,7 +101,7 @@ func (c *Cache) listenTracking(t *tracker) {
 // applyInvalidation drops the L1 entries a tracking message names. A message
 // naming no key is Redis's answer to FLUSHDB/FLUSHALL: everything went.
 func (c *Cache) applyInvalidation(m *redis.Message) {
-	if m.Channel != trackingChannel {
+	if m.Channel != redisconn.TrackingChannel {
 		return
 	}
 	keys := m.PayloadSlice

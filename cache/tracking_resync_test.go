@@ -44,7 +44,7 @@ func TestTrackingResyncs(t *testing.T) {
 		c, name := trackingCacheOn(t, dbtest.NewRedis(t, flushDB), prefix, 1)
 		untouched, key := prefix+"{p:1}", prefix+"{p:2}"
 		warm(t, untouched, c)
-		flushes, id := c.Stats().L1Flushes, c.tracker.id.Load()
+		flushes, id := c.Stats().L1Flushes, c.tracker.ID()
 		t0 := time.Now()
 		if err := tc.trigger(name); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -55,9 +55,9 @@ func TestTrackingResyncs(t *testing.T) {
 			t.Fatalf("%s: got L1Flushes %d, want at least %d", tc.name, c.Stats().L1Flushes, flushes+tc.flushes)
 		}
 		got, ok := clientID(t, admin, name)
-		if !ok || got != c.tracker.id.Load() || (got != id) != tc.newConn {
+		if !ok || got != c.tracker.ID() || (got != id) != tc.newConn {
 			t.Errorf("%s: got tracking connection %d (listed %v, tracker says %d), was %d, want replaced %v",
-				tc.name, got, ok, c.tracker.id.Load(), id, tc.newConn)
+				tc.name, got, ok, c.tracker.ID(), id, tc.newConn)
 		}
 		warm(t, key, c)
 		t0 = time.Now()

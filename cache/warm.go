@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -45,41 +44,4 @@ func (c *Cache) Warm(ctx context.Context, keys []string, loader func(key string)
 		}
 	}
 	return warmed, nil
-}
-
-// StartRefreshAhead reloads the given hot keys every period (keep it below
-// the soft TTL) for as long as the Cache lives, so they never expire under
-// load. A marker key (<namespace>job:<name>:ran, set NX for 90% of a period) lets one
-// instance per period do the work, however many run it. Close stops it.
-func (c *Cache) StartRefreshAhead(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
-	if len(keys) > 0 {
-		c.everyPeriod(period, func() { c.refreshAheadOnce(name, period, keys, loader) })
-	}
-}
-
-func (c *Cache) refreshAheadOnce(name string, period time.Duration, keys []string, loader func(key string) LoadFunc) {
-	ctx, cancel := context.WithTimeout(c.life, period)
-	defer cancel()
-	if !c.claimPeriod(ctx, name, period) {
-		return
-	}
-	for _, key := range keys {
-		if err := c.Reload(ctx, key, loader(key)); err != nil && !errors.Is(err, ErrNotObtained) {
-			c.log.Warn("refresh-ahead: reload failed", "key", key, "err", err)
-		}
-	}
-}
-
-// Reload recomputes key now, even if it is fresh, under the key's lock (one
-// try: ErrNotObtained means another load of it is already running), and
-// stores the result with a fenced write.
-func (c *Cache) Reload(ctx context.Context, key string, load LoadFunc) error {
-	key = c.named(key)
-	lock, err := c.obtain(ctx, key)
-	if err != nil {
-		return err
-	}
-	c.stats.refreshes.Add(1)
-	_, err = c.storeLoaded(ctx, key, lock, load)
-	return err
 }

@@ -1,5 +1,9 @@
 package cache
 
+// Every Redis round trip on an entry's key: reads (of the entry or a copy),
+// the unconditional write, the fenced write of a load under the lock, and
+// the copies that follow a write.
+
 import (
 	"bytes"
 	"context"
@@ -9,12 +13,25 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stampede-guard/api/cache/internal/redislock"
 )
 
 // read fetches and decodes key from Redis. ok is false on a miss; a corrupt
 // or foreign value is a miss too, logged once per key until it is replaced.
 func (c *Cache) read(ctx context.Context, key string) (e Entry, ok bool, err error) {
 	return c.readAs(ctx, key, c.readKey(key))
+}
+
+// readKey picks the key a read uses: a random copy of a hot key, or the
+// entry itself.
+func (c *Cache) readKey(key string) string {
+	if !c.hotCopies(key) {
+		return key
+	}
+	if i := rand.IntN(c.cfg.Copies); i > 0 { // #nosec G404 -- spreads reads over copies; not a secret
+		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
+	}
+	return key
 }
 
 // readEntry reads key's entry itself, from its master: never a copy, never
@@ -52,54 +69,18 @@ func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, e
 	return e, true, nil
 }
 
-// newEntry wraps a loaded value of key with its freshness facts and returns
-// its Redis expiry. The expiry is jittered (TTLJitter) so keys written
-// together (a warm-up, a burst of misses) do not all expire together. Where
-// the entry is fresh until Redis drops it (absent entries, modes without
-// SWR) its freshness ends at the jittered expiry too, so XFetch aims at the
-// real one.
-func (c *Cache) newEntry(key string, value []byte, absent bool, delta time.Duration) (Entry, time.Duration) {
-	if !absent && c.static[key] {
-		// Fresh until the safety TTL, which writes and the repair job keep
-		// pushing back: no read ever finds it stale or missing.
-		return Entry{Value: value, Static: true, SoftExpiry: c.now().Add(c.cfg.StaticTTL), Delta: delta}, c.cfg.StaticTTL
+// get reads rk; a copy's read goes to Config.ReplicaReads when set, and
+// back to the master if that client fails (a replica down or lagging past
+// its timeout must not turn a hit into a load).
+func (c *Cache) get(ctx context.Context, rk string, isCopy bool) ([]byte, error) {
+	if isCopy && c.cfg.ReplicaReads != nil {
+		b, err := c.cfg.ReplicaReads.Get(ctx, rk).Bytes()
+		if err == nil || errors.Is(err, redis.Nil) {
+			return b, err
+		}
+		c.log.Debug("cache: replica read failed, reading the master", "key", rk, "err", err)
 	}
-	soft, hard := c.lifetime(absent), c.cfg.TTL
-	if absent {
-		hard = soft
-	}
-	if jittered := c.jitter(hard); soft >= hard {
-		soft, hard = jittered, jittered
-	} else {
-		hard = max(jittered, soft+(hard-soft)/2) // keep a stale window
-	}
-	e := Entry{Value: value, Absent: absent, SoftExpiry: c.now().Add(soft), Delta: delta}
-	if absent {
-		e.Value = nil // the envelope of an absent entry has no payload
-	}
-	return e, hard
-}
-
-// jitter shortens ttl by a random fraction of at most TTLJitter: a
-// configured TTL stays an upper bound.
-func (c *Cache) jitter(ttl time.Duration) time.Duration {
-	if c.cfg.TTLJitter <= 0 {
-		return ttl
-	}
-	return ttl - time.Duration(rand.Float64()*c.cfg.TTLJitter*float64(ttl)) // #nosec G404 -- expiry jitter, not a secret
-}
-
-// lifetime is how long a new entry stays fresh. Without SWR nothing is
-// served stale: the entry is fresh until Redis drops it, which is also
-// XFetch's expiry.
-func (c *Cache) lifetime(absent bool) time.Duration {
-	switch {
-	case absent:
-		return c.cfg.NegativeTTL
-	case c.cfg.Mode != ModeSWR:
-		return c.cfg.TTL
-	}
-	return c.cfg.SoftTTL
+	return c.rdb.Get(ctx, rk).Bytes()
 }
 
 // write stores e unconditionally under key and its copies, revoking any
@@ -119,6 +100,36 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 	c.corrupt.Delete(key)
 	c.writeCopies(ctx, key, b, ttl)
 	return nil
+}
+
+// storeFenced stores a value loaded under lock with a fenced write that
+// also releases it, then its copies and the fill signal. A lost lock or a
+// failed write stores nothing: the value is still a correct answer for the
+// load's own callers.
+func (c *Cache) storeFenced(ctx context.Context, key string, lock *redislock.Lock, e Entry, ttl time.Duration) {
+	b := c.seal(key, e)
+	// The load may have used up ctx; storing the value it paid for, and
+	// freeing the waiters, deserves a short deadline of its own.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	sctx, write := c.tracer.Start(sctx, spanWrite)
+	defer write.End()
+	err := lock.SetAndRelease(sctx, key, b, ttl)
+	write.SetAttributes(attrFenced.String(writeOutcome(err)))
+	switch {
+	case errors.Is(err, redislock.ErrLockNotHeld):
+		// Our lock expired mid-load and someone else may hold it now: their
+		// value wins. Ours is still a correct answer for our own callers.
+		c.stats.lockLost.Add(1)
+		c.log.Warn("cache: lock lost during load, value not stored", "key", key, "lock_ttl", c.cfg.LockTTL)
+	case err != nil:
+		c.log.Warn("cache: fenced store failed", "key", key, "err", err)
+		c.release(key, lock) // do not leave waiters polling until the lock's TTL
+	default:
+		c.corrupt.Delete(key)
+		c.writeCopies(sctx, key, b, ttl)
+		c.signal(sctx, key, e.SoftExpiry)
+	}
 }
 
 // writeCopies stores the copies in one pipeline, not MULTI: they sit in

@@ -1,4 +1,4 @@
-package cache
+package redisconn
 
 import (
 	"context"
@@ -12,15 +12,16 @@ import (
 	"github.com/stampede-guard/api/breaker"
 )
 
-// ErrRedisDown is returned for every command while the Redis breaker is
+// ErrBreakerOpen is returned for every command while the Redis breaker is
 // open: the command was not sent.
-var ErrRedisDown = errors.New("cache: redis circuit breaker open")
+var ErrBreakerOpen = errors.New("redisconn: redis circuit breaker open")
 
-// Breaker is a go-redis hook that runs every command through the shared
-// circuit breaker policy (package breaker). While Redis is down or hanging,
-// commands fail in microseconds instead of each waiting for a socket
-// timeout, and the Cache falls back to loading through single-flight and a
-// per-instance cap. While open, the breaker itself PINGs Redis on its
+// Breaker is a go-redis hook that runs every command of a client through
+// the shared circuit breaker policy (package breaker): the cache, locks,
+// rate limits and pub/sub alike. While Redis is down or hanging, commands
+// fail in microseconds with ErrBreakerOpen instead of each waiting for a
+// socket timeout, and their callers fall back at once (the cache loads
+// through single-flight and a per-instance cap). While open, the breaker itself PINGs Redis on its
 // schedule (soon after opening, then backing off); the first PONG closes it.
 type Breaker struct {
 	b *breaker.Breaker
@@ -86,7 +87,7 @@ func (b *Breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func (b *Breaker) run(call func() error, refuse func(error)) error {
 	err := b.b.Do(call)
 	if errors.Is(err, breaker.ErrOpen) {
-		err = fmt.Errorf("%w (%v)", ErrRedisDown, err)
+		err = fmt.Errorf("%w (%v)", ErrBreakerOpen, err)
 		refuse(err)
 	}
 	return err

@@ -1,4 +1,9 @@
-package cache
+// Package redislock is a token lock on one Redis key (SET key token NX PX
+// ttl), in the shape of bsm/redislock. It protects a shared resource from
+// two holders at once, and from a holder whose lock expired mid-work: every
+// release, extension and write compares the token first (in Lua), so a late
+// holder can neither unlock, extend nor overwrite the next holder's work.
+package redislock
 
 import (
 	"context"
@@ -14,10 +19,10 @@ import (
 
 var (
 	// ErrNotObtained means another holder has the lock: a normal outcome.
-	ErrNotObtained = errors.New("cache: lock not obtained")
+	ErrNotObtained = errors.New("redislock: not obtained")
 	// ErrLockNotHeld means our token is no longer the lock's value: it
 	// expired and maybe someone else holds it now.
-	ErrLockNotHeld = errors.New("cache: lock not held")
+	ErrLockNotHeld = errors.New("redislock: not held")
 )
 
 // Lua scripts run by SHA (go-redis Script falls back to EVAL on NOSCRIPT).
@@ -83,8 +88,10 @@ type notObtained struct{ holder string }
 func (e *notObtained) Error() string        { return ErrNotObtained.Error() }
 func (e *notObtained) Is(target error) bool { return target == ErrNotObtained }
 
-// holderOf returns the token of the holder that err says has the lock.
-func holderOf(err error) string {
+// Holder returns the token of the holder that err (from Obtain) says has
+// the lock, or "" when err does not name one. A waiter that sees the
+// holder change knows the previous one died without a value.
+func Holder(err error) string {
 	var n *notObtained
 	if errors.As(err, &n) {
 		return n.holder
@@ -94,6 +101,9 @@ func holderOf(err error) string {
 
 // Key is the lock's Redis key.
 func (l *Lock) Key() string { return l.key }
+
+// Token is the holder's random token, as Holder reports it to others.
+func (l *Lock) Token() string { return l.token }
 
 // Release deletes the lock if it is still ours.
 func (l *Lock) Release(ctx context.Context) error {
@@ -175,7 +185,8 @@ func (l *Lock) Watch(ctx context.Context) (stop func() (extensions int)) {
 	}
 }
 
-// newToken is 128 random bits in hex: a lock token, an instance id.
+// newToken is 128 random bits in hex: unguessable, so no other client can
+// forge a holder's token.
 func newToken() string {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails on Linux

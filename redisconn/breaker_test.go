@@ -1,4 +1,4 @@
-package cache_test
+package redisconn_test
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/breaker"
-	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/redisconn"
 )
 
 // guardedRedis is a client to the test Redis through a proxy the test can
 // cut, guarded by a Redis breaker that records its transitions.
-func guardedRedis(t *testing.T, cfg breaker.Config) (*redis.Client, *cache.Breaker, *dbtest.Transitions, interface{ SetDown(bool) }) {
+func guardedRedis(t *testing.T, cfg breaker.Config) (*redis.Client, *redisconn.Breaker, *dbtest.Transitions, interface{ SetDown(bool) }) {
 	t.Helper()
 	dbtest.NewRedis(t, redisDB) // fails clearly when Redis is down
 	proxy := dbtest.NewProxy(t, dbtest.RedisAddr())
@@ -24,7 +24,7 @@ func guardedRedis(t *testing.T, cfg breaker.Config) (*redis.Client, *cache.Break
 	t.Cleanup(func() { _ = rdb.Close() })
 	tr := &dbtest.Transitions{}
 	cfg.OnStateChange = tr.Record
-	b := cache.NewBreaker(rdb, cfg)
+	b := redisconn.NewBreaker(rdb, cfg)
 	t.Cleanup(b.Close) // before rdb.Close: the probe uses rdb
 	return rdb, b, tr, proxy
 }
@@ -57,8 +57,8 @@ func TestRedisBreaker(t *testing.T) {
 	}
 	start := time.Now()
 	err := rdb.Get(ctx, key).Err()
-	if !errors.Is(err, cache.ErrRedisDown) {
-		t.Errorf("GET while open: got %v, want ErrRedisDown", err)
+	if !errors.Is(err, redisconn.ErrBreakerOpen) {
+		t.Errorf("GET while open: got %v, want ErrBreakerOpen", err)
 	}
 	if took := time.Since(start); took > 50*time.Millisecond {
 		t.Errorf("GET while open took %s, want immediate (the 200ms read timeout must not apply)", took)

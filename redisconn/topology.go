@@ -1,4 +1,4 @@
-package cache
+package redisconn
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func ReloadOnOutage(cc *redis.ClusterClient) redis.Hook { return reloadHook{cc} 
 type reloadHook struct{ cc *redis.ClusterClient }
 
 func (h reloadHook) outage(ctx context.Context, err error) {
-	if redisOutage(err) || errors.Is(err, ErrRedisDown) {
+	if redisOutage(err) || errors.Is(err, ErrBreakerOpen) {
 		h.cc.ReloadState(ctx)
 	}
 }
