@@ -95,7 +95,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer reportsPool.Close()
 
 	// ---- Redis -------------------------------------------------------------
-	rdb, err := redisconn.Open(redisConfig(cfg))
+	rdb, err := redisconn.Open(cfg.redisConfig())
 	if err != nil {
 		return fmt.Errorf("config: REDIS_URL: %w", err)
 	}
@@ -125,20 +125,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if replicas != nil {
 		defer replicas.Close()
 	}
-	watchdog := cache.WatchdogOn
-	if !cfg.LockWatchdog { // LOCK_WATCHDOG=false: the lab shows what it prevents
-		watchdog = cache.WatchdogOff
-	}
-	c := cache.New(ctx, rdb, cache.Config{
-		Mode: cfg.CacheMode, TTL: cfg.CacheTTL, SoftTTL: cfg.CacheSoftTTL, NegativeTTL: cfg.CacheNegTTL,
-		LockTTL: cfg.LockTTL, LockWait: cfg.LockWait, LoadTimeout: cfg.LoadTimeout, Watchdog: watchdog, Waiter: cfg.LockWaiter,
-		XFetchBeta: cfg.XFetchBeta, L1TTL: cfg.L1TTL, L1Size: cfg.L1Size, Copies: cfg.HotKeyCopies, TTLJitter: cfg.TTLJitter,
-		Tracking: trackingBase(cfg, rdb), TrackPrefixes: []string{repo.KeyPrefix},
-		Namespace: cfg.namespace(), Channel: cfg.invalidationChannel(), FillChannel: cfg.fillChannel(),
-		Static: repo.Keys(cfg.StaticKeys), StaticTTL: cfg.StaticTTL, TracerProvider: tr.provider(),
-		Hot: hotSet(hot), HotL1TTL: cfg.HotKey.L1TTL, ReplicaReads: replicaReads(replicas),
-		OutageTTL: cfg.outageTTL(), SigningKey: cfg.CacheSigningKey,
-	}, log)
+	c := cache.New(ctx, rdb, cfg.cacheConfig(rdb, hot, replicas, tr.provider()), log)
 	defer c.Close()
 	products := repo.NewProducts(mainPool, c, log)
 	if hot != nil {

@@ -23,7 +23,7 @@ const proofHeading = "## Proof table"
 var proofCols = []string{"protection", "what it prevents", "setting (on/off)", "test that fails without it", "removed to see it fail", "`make lab`"}
 
 var (
-	testRef = regexp.MustCompile("([A-Za-z0-9_./-]+_test\\.go):((?:Test|Fuzz)[A-Za-z0-9_]*)")
+	testRef = regexp.MustCompile(`([A-Za-z0-9_./-]+_test\.go):((?:Test|Fuzz)[A-Za-z0-9_]*)`)
 	labRef  = regexp.MustCompile("`([a-z-]+)`")
 	labName = regexp.MustCompile(`\{"([a-z-]+)", \(\*Lab\)\.`)
 )

@@ -13,12 +13,6 @@ import (
 	"github.com/stampede-guard/api/repo"
 )
 
-// redisConfig is the Redis client's configuration, from REDIS_URL and
-// REDIS_CLUSTER_ADDRS; its timeouts keep redisconn's defaults.
-func redisConfig(cfg config) redisconn.Config {
-	return redisconn.Config{URL: cfg.RedisURL, ClusterAddrs: cfg.RedisClusterAddrs}
-}
-
 // trackingBase is the client options the L1's tracking connection is
 // cloned from with L1_INVALIDATION=tracking, or nil to keep pub/sub.
 // Tracking is per server: checkCluster refuses it on a cluster.

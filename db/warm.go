@@ -36,7 +36,11 @@ func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
 		return true
 	}
 	// A closed connection fails the check and is closed by it; the ping
-	// then fails at once and pgxpool hands out another connection.
+	// then fails at once and pgxpool hands out another connection. pgx
+	// deprecates CheckConn in favour of Ping "unless on a high latency
+	// connection", which is the case this exists for; a path that drops
+	// writes silently is what the ping after pingIdleAfter is for.
+	//lint:ignore SA1019 see above: a round trip per acquire is what this avoids
 	return p.Conn.PgConn().CheckConn() != nil
 }
 
