@@ -31,7 +31,7 @@ const (
 // off and on (a limit never reached, so every request is counted).
 func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	x := &Experiment{Name: "hot-key", Title: "one hot key through the full stack vs a bare handler",
-		Setup: fmt.Sprintf("1 instance, L1_TTL=1s, LOG_LEVEL=info (the access log is written) unless the row says otherwise; %d closed-loop workers "+
+		Setup: fmt.Sprintf("1 instance, L1_TTL=1s, LOG_LEVEL=info (the access log is written); %d closed-loop workers "+
 			"GET /products/1 for %s per target, %d rounds interleaved (bare, then each stack); the bare handler is a "+
 			"gin route in a process of its own returning the product's body; the client shares the machine's cores", hotKeyWorkers, hotKeyFor, hotKeyRounds),
 		Expect:  "full stack ≥ 0.85× the bare handler's requests/s with the limiter off, ≥ 0.7× with it on",
@@ -39,7 +39,6 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	stacks := []struct{ label, rate, level string }{
 		{"full stack, RATE_LIMIT=off", "off", "info"},
 		{"full stack, limiter on (100000000-S)", "100000000-S", "info"},
-		{"full stack, limiter on, LOG_LEVEL=warn (no access log)", "100000000-S", "warn"},
 	}
 	bases := make([]string, len(stacks))
 	for i, s := range stacks {
