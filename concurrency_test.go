@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
@@ -45,14 +47,21 @@ func burst(t *testing.T, base string, n int, headers map[string]string, body str
 	return results
 }
 
+// startWithDB starts the service and connects to its database, where these
+// tests set stock and count the rows a burst left behind.
+func startWithDB(t *testing.T) (base string, conn *pgx.Conn) {
+	t.Helper()
+	env := testEnv(t)
+	base, _ = startApp(t, env)
+	return base, dbConn(t, env["DATABASE_URL"])
+}
+
 // TestConcurrencyCheckoutNeverOversells: 20 buyers race for 5 items; exactly
 // 5 win, the rest get 409, and stock ends at 0, never below.
 func TestConcurrencyCheckoutNeverOversells(t *testing.T) {
 	t.Parallel()
 	const product, stock, buyers = 11, 5, 20
-	env := testEnv(t)
-	base, _ := startApp(t, env)
-	conn := dbConn(t, env["DATABASE_URL"])
+	base, conn := startWithDB(t)
 	if _, err := conn.Exec(context.Background(), `UPDATE products SET stock = $2 WHERE id = $1`, product, stock); err != nil {
 		t.Fatalf("set stock: %v", err)
 	}
@@ -84,9 +93,7 @@ func TestConcurrencyCheckoutNeverOversells(t *testing.T) {
 func TestConcurrencyIdempotencyKeyOneOrder(t *testing.T) {
 	t.Parallel()
 	const product, quantity, retries = 12, 2, 10
-	env := testEnv(t)
-	base, _ := startApp(t, env)
-	conn := dbConn(t, env["DATABASE_URL"])
+	base, conn := startWithDB(t)
 	stockBefore := scalar(t, conn, `SELECT stock FROM products WHERE id = $1`, product)
 	key := "concurrent-" + dbtest.Unique()
 

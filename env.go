@@ -35,33 +35,36 @@ func (p *envParser) str(name, def string) string {
 	return def
 }
 
-func (p *envParser) duration(name string, def time.Duration) time.Duration {
+// parse reads name with conv: unset or blank leaves def, and a value conv
+// refuses (ok false) is reported with why and leaves def too.
+func parse[T any](p *envParser, name string, def T, why string, conv func(string) (v T, ok bool)) T {
 	v := strings.TrimSpace(p.getenv(name))
 	if v == "" {
 		return def
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		p.fail(name, v, "must be a positive duration such as 300ms or 5s")
+	x, ok := conv(v)
+	if !ok {
+		p.fail(name, v, why)
 		return def
 	}
-	return d
+	return x
+}
+
+func (p *envParser) duration(name string, def time.Duration) time.Duration {
+	return parse(p, name, def, "must be a positive duration such as 300ms or 5s", func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d > 0
+	})
 }
 
 func (p *envParser) durationOrZero(name string, def time.Duration) time.Duration {
-	v := strings.TrimSpace(p.getenv(name))
-	if v == "" {
-		return def
-	}
-	if v == "0" {
-		return 0
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		p.fail(name, v, "must be a duration such as 300ms or 5s")
-		return def
-	}
-	return d
+	return parse(p, name, def, "must be a duration such as 300ms or 5s", func(v string) (time.Duration, bool) {
+		if v == "0" {
+			return 0, true
+		}
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d >= 0
+	})
 }
 
 func (p *envParser) positive(name string, def int) int {
@@ -86,42 +89,24 @@ func (p *envParser) nonNegative(name string, def int) int {
 // wholeNumber parses an integer of at least least; why is the message that
 // names the rule when it is broken.
 func (p *envParser) wholeNumber(name string, def, least int, why string) int {
-	v := strings.TrimSpace(p.getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < least {
-		p.fail(name, v, why)
-		return def
-	}
-	return n
+	return parse(p, name, def, why, func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= least
+	})
 }
 
 func (p *envParser) float(name string, def float64) float64 {
-	v := strings.TrimSpace(p.getenv(name))
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(f > 0) || f > 1e6 {
-		p.fail(name, v, "must be a positive number")
-		return def
-	}
-	return f
+	return parse(p, name, def, "must be a positive number", func(v string) (float64, bool) {
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil && f > 0 && f <= 1e6
+	})
 }
 
 func (p *envParser) boolean(name string, def bool) bool {
-	v := strings.TrimSpace(p.getenv(name))
-	if v == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		p.fail(name, v, "must be true or false")
-		return def
-	}
-	return b
+	return parse(p, name, def, "must be true or false", func(v string) (bool, bool) {
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	})
 }
 
 func (p *envParser) oneOf(name, def string, allowed ...string) string {
@@ -187,16 +172,10 @@ func (p *envParser) namespace(name string) string {
 
 // fraction reads a number in [0, most].
 func (p *envParser) fraction(name string, def, most float64) float64 {
-	v := strings.TrimSpace(p.getenv(name))
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(f >= 0 && f <= most) {
-		p.fail(name, v, fmt.Sprintf("must be a number from 0 to %g", most))
-		return def
-	}
-	return f
+	return parse(p, name, def, fmt.Sprintf("must be a number from 0 to %g", most), func(v string) (float64, bool) {
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil && f >= 0 && f <= most
+	})
 }
 
 // apiKeys reads bearer keys. A short key could be guessed, and a key with

@@ -104,20 +104,15 @@ func decodeK8s(t *testing.T) k8sObjects {
 		var obj any
 		switch gvk := tm.APIVersion + "/" + tm.Kind; gvk {
 		case "apps/v1/Deployment":
-			o.deploy = &appsv1.Deployment{}
-			obj = o.deploy
+			obj = fresh(&o.deploy)
 		case "v1/Service":
-			o.service = &corev1.Service{}
-			obj = o.service
+			obj = fresh(&o.service)
 		case "v1/ConfigMap":
-			o.configMap = &corev1.ConfigMap{}
-			obj = o.configMap
+			obj = fresh(&o.configMap)
 		case "policy/v1/PodDisruptionBudget":
-			o.pdb = &policyv1.PodDisruptionBudget{}
-			obj = o.pdb
+			obj = fresh(&o.pdb)
 		case "autoscaling/v2/HorizontalPodAutoscaler":
-			o.hpa = &autoscalingv2.HorizontalPodAutoscaler{}
-			obj = o.hpa
+			obj = fresh(&o.hpa)
 		default:
 			t.Fatalf("%s: unexpected %s", m.file, gvk)
 		}
@@ -129,6 +124,12 @@ func decodeK8s(t *testing.T) k8sObjects {
 		t.Fatalf("deploy/k8s: want a Deployment, Service, ConfigMap, PodDisruptionBudget and HorizontalPodAutoscaler, got %+v", o)
 	}
 	return o
+}
+
+// fresh points *field at a new zero T and returns it to decode into.
+func fresh[T any](field **T) *T {
+	*field = new(T)
+	return *field
 }
 
 // TestK8sStrictDecodingCatchesTypos: the decoding the other tests rely on

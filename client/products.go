@@ -57,17 +57,11 @@ type ProductUpdate struct {
 
 // GetProduct reads one product and says how the cache answered.
 func (c *Client) GetProduct(ctx context.Context, id int64) (Product, CacheStatus, error) {
-	cl := call{method: http.MethodGet, path: productPath(id), idempotent: true}
-	ans, err := c.do(ctx, cl)
+	p, h, err := c.product(ctx, call{method: http.MethodGet, path: productPath(id), idempotent: true})
 	if err != nil {
 		return Product{}, "", err
 	}
-	var p Product
-	if err := decode(cl, ans, &p); err != nil {
-		return Product{}, "", err
-	}
-	p.ETag = ans.header.Get("ETag")
-	return p, CacheStatus(ans.header.Get("X-Cache")), nil
+	return p, CacheStatus(h.Get("X-Cache")), nil
 }
 
 // ListProducts reads the page of at most limit products (0: the server's
@@ -90,17 +84,8 @@ func (c *Client) ListProducts(ctx context.Context, limit int, after int64) (Page
 // it unread (408, 429, 503, or no connection): a lost answer is an error,
 // never a second product.
 func (c *Client) CreateProduct(ctx context.Context, in NewProduct) (Product, error) {
-	cl := call{method: http.MethodPost, path: "/products", body: jsonBody(in)}
-	ans, err := c.do(ctx, cl)
-	if err != nil {
-		return Product{}, err
-	}
-	var p Product
-	if err := decode(cl, ans, &p); err != nil {
-		return Product{}, err
-	}
-	p.ETag = ans.header.Get("ETag")
-	return p, nil
+	p, _, err := c.product(ctx, call{method: http.MethodPost, path: "/products", body: jsonBody(in)})
+	return p, err
 }
 
 // UpdateProduct replaces a product's name and price (and stock when set);
@@ -110,19 +95,26 @@ func (c *Client) UpdateProduct(ctx context.Context, id int64, in ProductUpdate) 
 	if in.IfMatch != "" {
 		cl.header = http.Header{"If-Match": {in.IfMatch}}
 	}
-	ans, err := c.do(ctx, cl)
-	if err != nil {
-		return Product{}, err
-	}
-	var p Product
-	if err := decode(cl, ans, &p); err != nil {
-		return Product{}, err
-	}
-	p.ETag = ans.header.Get("ETag")
-	return p, nil
+	p, _, err := c.product(ctx, cl)
+	return p, err
 }
 
 func productPath(id int64) string { return fmt.Sprintf("/products/%d", id) }
+
+// product sends cl and decodes its answer as a Product carrying the
+// answer's ETag; the headers are returned for what else the caller reads.
+func (c *Client) product(ctx context.Context, cl call) (Product, http.Header, error) {
+	ans, err := c.do(ctx, cl)
+	if err != nil {
+		return Product{}, nil, err
+	}
+	var p Product
+	if err := decode(cl, ans, &p); err != nil {
+		return Product{}, nil, err
+	}
+	p.ETag = ans.header.Get("ETag")
+	return p, ans.header, nil
+}
 
 // json sends cl and decodes its 2xx answer into v.
 func (c *Client) json(ctx context.Context, cl call, v any) error {

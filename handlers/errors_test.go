@@ -124,16 +124,23 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+// serve answers req with the API's routes over store.
 func serve(t *testing.T, store productStore, req *http.Request) *httptest.ResponseRecorder {
 	t.Helper()
+	rec := httptest.NewRecorder()
+	router(store, nil).ServeHTTP(rec, req)
+	return rec
+}
+
+// router mounts the API's routes over the given stores (nil: none), every
+// write authorized.
+func router(products productStore, orders orderStore) *gin.Engine {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	Register(r, NewProducts(store, HTTPCache{}, log), NewOrders(nil, log), NewReports(nil, log),
+	Register(r, NewProducts(products, HTTPCache{}, log), NewOrders(orders, log), NewReports(nil, log),
 		NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
-	rec := httptest.NewRecorder()
-	r.ServeHTTP(rec, req)
-	return rec
+	return r
 }
 
 type fakeOrders struct{ called bool }
@@ -162,16 +169,11 @@ func TestIdempotencyKeyValidated(t *testing.T) {
 	}
 	for _, tc := range tests {
 		store := &fakeOrders{}
-		gin.SetMode(gin.TestMode)
-		r := gin.New()
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		Register(r, NewProducts(fakeProducts{}, HTTPCache{}, log), NewOrders(store, log), NewReports(nil, log),
-			NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{})
 		req := httptest.NewRequest("POST", "/orders", strings.NewReader(`{"product_id":1,"quantity":1}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header["Idempotency-Key"] = []string{tc.key}
 		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, req)
+		router(fakeProducts{}, store).ServeHTTP(rec, req)
 		if rec.Code != tc.want || store.called != (tc.want == http.StatusCreated) {
 			t.Errorf("key %q: got %d (store called %v), want %d", tc.key, rec.Code, store.called, tc.want)
 		}

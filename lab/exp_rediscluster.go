@@ -23,11 +23,8 @@ import (
 // replicas), started and stopped by the experiment: LAB_CLUSTER_ADDRS or
 // loopback ports 7111-7116, apart from the tests' 7101-7106.
 func labClusterAddrs() []string {
-	s := os.Getenv("LAB_CLUSTER_ADDRS")
-	if s == "" {
-		s = "127.0.0.1:7111,127.0.0.1:7112,127.0.0.1:7113,127.0.0.1:7114,127.0.0.1:7115,127.0.0.1:7116"
-	}
-	return strings.Split(s, ",")
+	return rediscluster.AddrsFrom("LAB_CLUSTER_ADDRS",
+		"127.0.0.1:7111,127.0.0.1:7112,127.0.0.1:7113,127.0.0.1:7114,127.0.0.1:7115,127.0.0.1:7116")
 }
 
 // redisClusterExp is the cluster experiment: the service on a local Redis
@@ -105,13 +102,13 @@ func (l *Lab) copiesSpread(ctx context.Context, x *Experiment, rdb *redis.Cluste
 			return fmt.Errorf("warm /products/2: %d %s", res.Status, res.Err)
 		}
 		var err error
-		if before, err = masterGets(ctx, rdb); err != nil {
+		if before, err = rediscluster.MasterGets(ctx, rdb); err != nil {
 			return err
 		}
 		l.phase(r, "reads", func() ([]Result, time.Duration) {
 			return Stream(ctx, spread(c.Bases(), reads, samePath("/products/2")), 16)
 		})
-		after, err = masterGets(ctx, rdb)
+		after, err = rediscluster.MasterGets(ctx, rdb)
 		return err
 	})
 	if p := r.phase("reads"); p != nil && after != nil {
@@ -322,29 +319,6 @@ func clusterKeys(ctx context.Context, rdb *redis.ClusterClient, pattern string) 
 		return err
 	})
 	return keys, err
-}
-
-var cmdstatGet = regexp.MustCompile(`(?m)^cmdstat_get:calls=(\d+)`)
-
-// masterGets reads every master's GET count from INFO commandstats.
-func masterGets(ctx context.Context, rdb *redis.ClusterClient) (map[string]int, error) {
-	var mu sync.Mutex
-	out := map[string]int{}
-	err := rdb.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return err
-		}
-		calls := 0
-		if m := cmdstatGet.FindStringSubmatch(info); m != nil {
-			calls, _ = strconv.Atoi(m[1])
-		}
-		mu.Lock()
-		out[n.Options().Addr] = calls
-		mu.Unlock()
-		return nil
-	})
-	return out, err
 }
 
 func abs(v float64) float64 {

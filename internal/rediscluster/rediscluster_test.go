@@ -49,3 +49,35 @@ func TestClusterFormed(t *testing.T) {
 		t.Errorf("GET: got %q, want %q", got, "v")
 	}
 }
+
+// TestMasterGets: every master is counted, and a GET through the cluster
+// shows on the master that serves its slot (other test binaries may share
+// the cluster, so counts only ever grow by at least what this test sent).
+func TestMasterGets(t *testing.T) {
+	rdb := rediscluster.NewClient(t)
+	ctx := context.Background()
+	key := "t" + strings.ReplaceAll(t.Name(), "/", "_") + ":{y}"
+	master, err := rdb.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatalf("master for %s: %v", key, err)
+	}
+	before, err := rediscluster.MasterGets(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reads = 5
+	for range reads {
+		rdb.Get(ctx, key) // a miss is still a GET
+	}
+	after, err := rediscluster.MasterGets(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 3 {
+		t.Errorf("got counts of %d masters (%v), want 3", len(after), after)
+	}
+	addr := master.Options().Addr
+	if got := after[addr] - before[addr]; got < reads {
+		t.Errorf("master %s: got %d more GETs, want at least %d (before %v, after %v)", addr, got, reads, before, after)
+	}
+}

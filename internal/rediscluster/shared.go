@@ -6,7 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,10 +23,15 @@ const DefaultAddrs = "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:710
 
 // Addrs are the test cluster's nodes: REDIS_CLUSTER_ADDRS (comma-separated,
 // so CI can pick free ports), or DefaultAddrs.
-func Addrs() []string {
-	s := os.Getenv("REDIS_CLUSTER_ADDRS")
+func Addrs() []string { return AddrsFrom("REDIS_CLUSTER_ADDRS", DefaultAddrs) }
+
+// AddrsFrom reads a comma-separated list of nodes from the environment
+// variable env, or def when it is unset: for a cluster of a test's or the
+// lab's own, on ports apart from the shared one's.
+func AddrsFrom(env, def string) []string {
+	s := os.Getenv(env)
 	if strings.TrimSpace(s) == "" {
-		s = DefaultAddrs
+		s = def
 	}
 	var out []string
 	for _, a := range strings.Split(s, ",") {
@@ -131,4 +139,31 @@ func NewClient(t testing.TB) *redis.ClusterClient {
 		t.Fatalf("rediscluster: cluster at %s not reachable (wrap TestMain with rediscluster.Main): %v", strings.Join(Addrs(), ","), err)
 	}
 	return rdb
+}
+
+var cmdstatGet = regexp.MustCompile(`(?m)^cmdstat_get:calls=(\d+)`)
+
+// MasterGets reads every master's GET count from INFO commandstats, by
+// node address: how a hot key's reads spread over the masters.
+func MasterGets(ctx context.Context, rdb *redis.ClusterClient) (map[string]int, error) {
+	var mu sync.Mutex
+	out := map[string]int{}
+	err := rdb.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		info, err := n.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		calls := 0
+		if m := cmdstatGet.FindStringSubmatch(info); m != nil {
+			calls, _ = strconv.Atoi(m[1])
+		}
+		mu.Lock()
+		out[n.Options().Addr] = calls
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: INFO commandstats: %w", err)
+	}
+	return out, nil
 }
