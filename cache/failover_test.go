@@ -23,11 +23,8 @@ import (
 // master, which the shared test cluster must not suffer):
 // REDIS_FAILOVER_ADDRS, or loopback ports 7121-7126.
 func failoverAddrs() []string {
-	s := os.Getenv("REDIS_FAILOVER_ADDRS")
-	if s == "" {
-		s = "127.0.0.1:7121,127.0.0.1:7122,127.0.0.1:7123,127.0.0.1:7124,127.0.0.1:7125,127.0.0.1:7126"
-	}
-	return strings.Split(s, ",")
+	return rediscluster.AddrsFrom("REDIS_FAILOVER_ADDRS",
+		"127.0.0.1:7121,127.0.0.1:7122,127.0.0.1:7123,127.0.0.1:7124,127.0.0.1:7125,127.0.0.1:7126")
 }
 
 var processID = regexp.MustCompile(`process_id:(\d+)`)

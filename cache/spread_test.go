@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,29 +37,12 @@ func (h getCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-var cmdstatGet = regexp.MustCompile(`(?m)^cmdstat_get:calls=(\d+)`)
-
 // getCalls reads every master's INFO commandstats GET count.
 func getCalls(t *testing.T, rdb *redis.ClusterClient) map[string]int {
 	t.Helper()
-	var mu sync.Mutex
-	out := map[string]int{}
-	err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return err
-		}
-		calls := 0
-		if m := cmdstatGet.FindStringSubmatch(info); m != nil {
-			calls, _ = strconv.Atoi(m[1])
-		}
-		mu.Lock()
-		out[n.Options().Addr] = calls
-		mu.Unlock()
-		return nil
-	})
+	out, err := rediscluster.MasterGets(context.Background(), rdb)
 	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
+		t.Fatal(err)
 	}
 	return out
 }
