@@ -130,7 +130,7 @@ func jsonError(err error) error {
 	case errors.As(err, &typ) && typ.Field == "":
 		return badRequest("request body must be a JSON object")
 	case errors.As(err, &typ):
-		return badRequest(fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type))
+		return badRequest(fmt.Sprintf("field %q must be %s", typ.Field, jsonKind(typ.Type)))
 	case errors.As(err, &invalid):
 		return err // a programming error: 500
 	}
@@ -179,4 +179,26 @@ func queryInt(c *gin.Context, name string, def, lo, hi int64) (int64, error) {
 		return 0, badRequest(fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi))
 	}
 	return n, nil
+}
+
+// jsonKind names what a Go field accepts in JSON words, for a client who
+// never saw the Go type ("an integer", not "int64").
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }

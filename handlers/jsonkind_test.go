@@ -1,0 +1,31 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+)
+
+// TestWrongTypeNamedInJSONWords: a field of the wrong type is named with
+// what JSON calls it, never a Go type the client cannot know.
+func TestWrongTypeNamedInJSONWords(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`{"name":"a","price_cents":"1"}`, `field "price_cents" must be an integer`},
+		{`{"name":1,"price_cents":1}`, `field "name" must be a string`},
+		{`{"name":"a","price_cents":1,"stock":true}`, `field "stock" must be an integer`},
+	}
+	for _, tc := range tests {
+		rec := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(rec)
+		c.Request = httptest.NewRequest(http.MethodPost, "/products", strings.NewReader(tc.body))
+		c.Request.Header.Set("Content-Type", "application/json")
+		var b productBody
+		err := decodeJSON(c, &b)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
