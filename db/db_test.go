@@ -133,7 +133,7 @@ func TestPoolWaitingCountsWaiters(t *testing.T) {
 			errs[i] = err
 		})
 	}
-	if !eventually(5*time.Second, func() bool { return pool.Waiting() == waiters }) {
+	if !dbtest.Eventually(5*time.Second, func() bool { return pool.Waiting() == waiters }) {
 		t.Errorf("Waiting: got %d, want %d", pool.Waiting(), waiters)
 	}
 	held.Release()
@@ -147,18 +147,6 @@ func TestPoolWaitingCountsWaiters(t *testing.T) {
 	if got := pool.Waiting(); got != 0 {
 		t.Errorf("Waiting after everyone was served: got %d, want 0", got)
 	}
-}
-
-// eventually polls cond every 5 ms until it holds or within passes.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
 }
 
 // TestOpenFailures checks that a start fails with a clear error and in
