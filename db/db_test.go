@@ -26,6 +26,13 @@ func TestMain(m *testing.M) {
 func openPool(t *testing.T, cfg db.Config) *db.Pool {
 	t.Helper()
 	cfg.URL = dbtest.NewDatabase(t, "db")
+	return openPoolAt(t, cfg)
+}
+
+// openPoolAt opens a pool with cfg, on the database cfg.URL names, closed
+// when the test ends.
+func openPoolAt(t *testing.T, cfg db.Config) *db.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := db.Open(ctx, cfg)
