@@ -175,7 +175,7 @@ func TestNoArgumentsServes(t *testing.T) {
 			t.Errorf("command with no argument returned %v after cancel, want nil", err)
 		}
 	}()
-	if !waitFor(listenWait, func() bool { return len(logs.records("listening")) > 0 }) {
+	if !dbtest.Eventually(listenWait, func() bool { return len(logs.records("listening")) > 0 }) {
 		t.Fatalf("command with no argument did not serve:\n%s", logs)
 	}
 	addr, _ := logs.records("listening")[0]["addr"].(string)

@@ -86,7 +86,7 @@ func TestLockHolderCrash(t *testing.T) {
 	go func() { _, _, _ = send(http.MethodGet, fmt.Sprintf("%s/products/%d", holder, id), nil, "") }()
 	rdb := dbtest.NewRedis(t, redisDB)
 	lockKey := ns + ":lock:" + repo.Key(id)
-	if !waitFor(5*time.Second, func() bool { return rdb.Exists(context.Background(), lockKey).Val() == 1 }) {
+	if !dbtest.Eventually(5*time.Second, func() bool { return rdb.Exists(context.Background(), lockKey).Val() == 1 }) {
 		t.Fatalf("the holder never took %s", lockKey)
 	}
 	if err := cmd.Process.Kill(); err != nil {
@@ -141,16 +141,4 @@ func jsonField(body []byte, name string) any {
 	var m map[string]any
 	_ = json.Unmarshal(body, &m)
 	return m[name]
-}
-
-// waitFor polls cond every 5 ms until it holds or within passes.
-func waitFor(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
 }

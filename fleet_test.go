@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-guard/api/db/dbtest"
 )
 
 // TestInstancesShareAHostOnDefaults: instances that differ only in HTTP_ADDR
@@ -99,7 +101,7 @@ func TestReadinessWaitsForWarmUp(t *testing.T) {
 	a := launchApp(t, env)
 	base := "http://" + addr
 	var sawWarming bool
-	if !waitFor(listenWait, func() bool {
+	if !dbtest.Eventually(listenWait, func() bool {
 		link.SetDelay(150 * time.Millisecond) // warm-up takes a while
 		resp, _, err := send(http.MethodGet, base+"/readyz", nil, "")
 		if err != nil {

@@ -3,7 +3,6 @@ package cache_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +28,16 @@ type backend struct {
 var backends = []backend{
 	{"single", func(t testing.TB) redis.UniversalClient { return dbtest.NewRedis(t, redisDB) }},
 	{"cluster", func(t testing.TB) redis.UniversalClient { return rediscluster.NewClient(t) }},
+}
+
+// onBothBackends runs test once per backend, as parallel subtests.
+func onBothBackends(t *testing.T, test func(t *testing.T, be backend)) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, be)
+		})
+	}
 }
 
 // keysMatching lists keys matching pattern on every master of a cluster,
@@ -95,31 +104,8 @@ func TestStampedeOnBothBackends(t *testing.T) {
 				caches[i] = newCache(t, be.client(t), cache.Config{
 					Mode: cache.ModeLock, LockWait: 20 * time.Second, LockTTL: 30 * time.Second})
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			var failed atomic.Int64
-			var firstErr atomic.Value
-			for _, c := range caches {
-				for range perInstance {
-					wg.Go(func() {
-						<-start
-						res, err := c.Fetch(ctx, key, load)
-						if err == nil && string(res.Value) != "value" {
-							err = fmt.Errorf("got %q, want %q", res.Value, "value")
-						}
-						if err != nil {
-							failed.Add(1)
-							firstErr.CompareAndSwap(nil, err)
-						}
-					})
-				}
-			}
-			close(start)
-			wg.Wait()
-			if n := failed.Load(); n > 0 {
-				t.Errorf("%d of %d fetches failed, first: %v", n, instances*perInstance, firstErr.Load())
+			if _, errs := fetchAtOnce(caches, key, load); len(errs) > 0 {
+				t.Errorf("%d of %d fetches failed, first: %v", len(errs), instances*perInstance, errs[0])
 			}
 			if got := calls.Load(); got != 1 {
 				t.Errorf("got %d PostgreSQL loads, want 1", got)
@@ -135,39 +121,36 @@ func TestStampedeOnBothBackends(t *testing.T) {
 // instance's L1 copy through pub/sub, on one server and across cluster
 // nodes (PUBLISH reaches every node's subscribers).
 func TestInvalidationOnBothBackends(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			cfg := cache.Config{Mode: cache.ModeLock, L1TTL: time.Minute, SoftTTL: 2 * time.Minute,
-				Channel: "inv:" + dbtest.Unique()}
-			a, b := newCache(t, be.client(t), cfg), newCache(t, be.client(t), cfg)
-			key := newPrefix() + "{p:1}"
-			var calls atomic.Int64
-			load := slowLoad(&calls, 0, "old")
-			for _, c := range []*cache.Cache{a, b, b} {
-				if _, err := c.Fetch(ctx, key, load); err != nil {
-					t.Fatalf("warm up: %v", err)
-				}
+	onBothBackends(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		cfg := cache.Config{Mode: cache.ModeLock, L1TTL: time.Minute, SoftTTL: 2 * time.Minute,
+			Channel: "inv:" + dbtest.Unique()}
+		a, b := newCache(t, be.client(t), cfg), newCache(t, be.client(t), cfg)
+		key := newPrefix() + "{p:1}"
+		var calls atomic.Int64
+		load := slowLoad(&calls, 0, "old")
+		for _, c := range []*cache.Cache{a, b, b} {
+			if _, err := c.Fetch(ctx, key, load); err != nil {
+				t.Fatalf("warm up: %v", err)
 			}
-			if res, _ := b.Fetch(ctx, key, load); !res.L1 || string(res.Value) != "old" {
-				t.Fatalf("before Set: got %q from L1=%v, want %q from L1", res.Value, res.L1, "old")
-			}
-			if err := a.Set(ctx, key, []byte("new")); err != nil {
-				t.Fatalf("Set: %v", err)
-			}
-			var last cache.Result
-			if !eventually(5*time.Second, func() bool {
-				last, _ = b.Fetch(ctx, key, load)
-				return string(last.Value) == "new"
-			}) {
-				t.Fatalf("B after Set: got %q, want %q (the invalidation never arrived)", last.Value, "new")
-			}
-			if got := b.Stats().L1Invalidations; got == 0 {
-				t.Errorf("B got 0 L1 invalidations, want the Set's")
-			}
-		})
-	}
+		}
+		if res, _ := b.Fetch(ctx, key, load); !res.L1 || string(res.Value) != "old" {
+			t.Fatalf("before Set: got %q from L1=%v, want %q from L1", res.Value, res.L1, "old")
+		}
+		if err := a.Set(ctx, key, []byte("new")); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+		var last cache.Result
+		if !dbtest.Eventually(5*time.Second, func() bool {
+			last, _ = b.Fetch(ctx, key, load)
+			return string(last.Value) == "new"
+		}) {
+			t.Fatalf("B after Set: got %q, want %q (the invalidation never arrived)", last.Value, "new")
+		}
+		if got := b.Stats().L1Invalidations; got == 0 {
+			t.Errorf("B got 0 L1 invalidations, want the Set's")
+		}
+	})
 }
 
 // TestLockOnBothBackends: the lock excludes a second holder, and the fenced
@@ -175,84 +158,78 @@ func TestInvalidationOnBothBackends(t *testing.T) {
 // on the cluster too; keys of two slots in one script are refused there,
 // which is what the hash tag prevents.
 func TestLockOnBothBackends(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			rdb := be.client(t)
-			prefix := newPrefix()
-			key := prefix + "{p:1}"
-			lk := "lock:" + key
-			l, err := redislock.Obtain(ctx, rdb, lk, 10*time.Second)
-			if err != nil {
-				t.Fatalf("Obtain: %v", err)
-			}
-			if _, err := redislock.Obtain(ctx, be.client(t), lk, 10*time.Second); !errors.Is(err, redislock.ErrNotObtained) {
-				t.Fatalf("second Obtain: got %v, want ErrNotObtained", err)
-			}
-			if err := l.SetAndRelease(ctx, key, []byte("v"), time.Minute); err != nil {
-				t.Fatalf("SetAndRelease: %v", err)
-			}
-			if got := rdb.Get(ctx, key).Val(); got != "v" {
-				t.Errorf("entry: got %q, want %q", got, "v")
-			}
-			if n := rdb.Exists(ctx, lk).Val(); n != 0 {
-				t.Errorf("lock left after the fenced write")
-			}
-			// An untagged pair almost surely spans two slots.
-			other := prefix + "untagged"
-			l2, err := redislock.Obtain(ctx, rdb, "lock:"+prefix+"elsewhere", 10*time.Second)
-			if err != nil {
-				t.Fatalf("Obtain: %v", err)
-			}
-			t.Cleanup(func() { rdb.Del(ctx, "lock:"+prefix+"elsewhere", other, key) })
-			err = l2.SetAndRelease(ctx, other, []byte("v"), time.Minute)
-			if _, cluster := rdb.(*redis.ClusterClient); cluster && err == nil {
-				t.Errorf("fenced write over two slots on the cluster: got nil, want CROSSSLOT")
-			} else if !cluster && err != nil {
-				t.Errorf("fenced write on one server: %v", err)
-			}
-		})
-	}
+	onBothBackends(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		rdb := be.client(t)
+		prefix := newPrefix()
+		key := prefix + "{p:1}"
+		lk := "lock:" + key
+		l, err := redislock.Obtain(ctx, rdb, lk, 10*time.Second)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if _, err := redislock.Obtain(ctx, be.client(t), lk, 10*time.Second); !errors.Is(err, redislock.ErrNotObtained) {
+			t.Fatalf("second Obtain: got %v, want ErrNotObtained", err)
+		}
+		if err := l.SetAndRelease(ctx, key, []byte("v"), time.Minute); err != nil {
+			t.Fatalf("SetAndRelease: %v", err)
+		}
+		if got := rdb.Get(ctx, key).Val(); got != "v" {
+			t.Errorf("entry: got %q, want %q", got, "v")
+		}
+		if n := rdb.Exists(ctx, lk).Val(); n != 0 {
+			t.Errorf("lock left after the fenced write")
+		}
+		// An untagged pair almost surely spans two slots.
+		other := prefix + "untagged"
+		l2, err := redislock.Obtain(ctx, rdb, "lock:"+prefix+"elsewhere", 10*time.Second)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		t.Cleanup(func() { rdb.Del(ctx, "lock:"+prefix+"elsewhere", other, key) })
+		err = l2.SetAndRelease(ctx, other, []byte("v"), time.Minute)
+		if _, cluster := rdb.(*redis.ClusterClient); cluster && err == nil {
+			t.Errorf("fenced write over two slots on the cluster: got nil, want CROSSSLOT")
+		} else if !cluster && err != nil {
+			t.Errorf("fenced write on one server: %v", err)
+		}
+	})
 }
 
 // TestMissingCopyFallsBackToEntry: with copies on, a read that finds no
 // copy reads the entry itself; the database is never asked again.
 func TestMissingCopyFallsBackToEntry(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			rdb := be.client(t)
-			c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, Copies: 3})
-			prefix := newPrefix()
-			key := prefix + "{p:1}"
-			var calls atomic.Int64
-			load := slowLoad(&calls, 0, "v")
-			if _, err := c.Fetch(ctx, key, load); err != nil {
-				t.Fatal(err)
+	onBothBackends(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		rdb := be.client(t)
+		c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, Copies: 3})
+		prefix := newPrefix()
+		key := prefix + "{p:1}"
+		var calls atomic.Int64
+		load := slowLoad(&calls, 0, "v")
+		if _, err := c.Fetch(ctx, key, load); err != nil {
+			t.Fatal(err)
+		}
+		all := keysMatching(t, rdb, prefix+"*")
+		if len(all) != 3 {
+			t.Fatalf("got keys %q, want the entry and 2 copies", all)
+		}
+		for _, k := range all {
+			if k != key {
+				rdb.Del(ctx, k)
 			}
-			all := keysMatching(t, rdb, prefix+"*")
-			if len(all) != 3 {
-				t.Fatalf("got keys %q, want the entry and 2 copies", all)
+		}
+		t.Cleanup(func() { rdb.Del(ctx, key) })
+		for range 300 {
+			if res, err := c.Fetch(ctx, key, load); err != nil || string(res.Value) != "v" {
+				t.Fatalf("Fetch with copies gone: got %q, %v, want %q, nil", res.Value, err, "v")
 			}
-			for _, k := range all {
-				if k != key {
-					rdb.Del(ctx, k)
-				}
-			}
-			t.Cleanup(func() { rdb.Del(ctx, key) })
-			for range 300 {
-				if res, err := c.Fetch(ctx, key, load); err != nil || string(res.Value) != "v" {
-					t.Fatalf("Fetch with copies gone: got %q, %v, want %q, nil", res.Value, err, "v")
-				}
-			}
-			if got := calls.Load(); got != 1 {
-				t.Errorf("got %d loads, want 1 (a missing copy must not reach the database)", got)
-			}
-			if got := c.Stats().CopyMisses; got < 100 {
-				t.Errorf("got %d copy misses of 300 reads, want about 200 (else copies were not read)", got)
-			}
-		})
-	}
+		}
+		if got := calls.Load(); got != 1 {
+			t.Errorf("got %d loads, want 1 (a missing copy must not reach the database)", got)
+		}
+		if got := c.Stats().CopyMisses; got < 100 {
+			t.Errorf("got %d copy misses of 300 reads, want about 200 (else copies were not read)", got)
+		}
+	})
 }

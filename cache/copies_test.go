@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stampede-guard/api/db/dbtest"
 )
 
@@ -124,14 +125,22 @@ func TestLockPatternMatchesOwnLocksOnly(t *testing.T) {
 	}
 }
 
+// copiesCache is a lock-mode Cache with Copies 3 on a client of its own,
+// closed when the test ends; the client is returned to read the keys.
+func copiesCache(t *testing.T) (*Cache, *redis.Client) {
+	t.Helper()
+	rdb := dbtest.NewRedis(t, redisDB)
+	c := New(context.Background(), rdb, Config{Mode: ModeLock, Copies: 3, Channel: "inv:" + dbtest.Unique()}, dbtest.Logger(t))
+	t.Cleanup(c.Close)
+	return c, rdb
+}
+
 // TestCopiesStored: with Copies 3 a load and a Set both write the entry and
 // two copies with identical bytes, and Invalidate deletes all three.
 func TestCopiesStored(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := dbtest.NewRedis(t, redisDB)
-	c := New(ctx, rdb, Config{Mode: ModeLock, Copies: 3, Channel: "inv:" + dbtest.Unique()}, dbtest.Logger(t))
-	t.Cleanup(c.Close)
+	c, rdb := copiesCache(t)
 	prefix := "t" + dbtest.Unique() + ":"
 	key := prefix + "{p:1}"
 	all := append([]string{key}, c.copyKeys(key)...)
@@ -281,9 +290,7 @@ func TestCheckKeyScheme(t *testing.T) {
 func TestLateCopiesNeverOutliveANewerEntry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := dbtest.NewRedis(t, redisDB)
-	c := New(ctx, rdb, Config{Mode: ModeLock, Copies: 3, Channel: "inv:" + dbtest.Unique()}, dbtest.Logger(t))
-	t.Cleanup(c.Close)
+	c, rdb := copiesCache(t)
 	for _, then := range []string{"set", "invalidate"} {
 		key := "t" + dbtest.Unique() + ":{p:1}"
 		old, _ := c.newEntry(key, []byte("old"), false, 0)

@@ -49,7 +49,7 @@ func TestDoubleCheckReadsTheEntry(t *testing.T) {
 		if !stale {
 			t.Fatalf("round %d: no read served a stale copy: the test set up nothing", round)
 		}
-		repaired := eventuallyTrue(2*time.Second, func() bool {
+		repaired := dbtest.Eventually(2*time.Second, func() bool {
 			entry := rdb.Get(ctx, ns+"{k}").Val()
 			for _, k := range copies {
 				if rdb.Get(ctx, k).Val() != entry {

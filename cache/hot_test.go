@@ -65,7 +65,7 @@ func TestOnlyHotKeysUseCopies(t *testing.T) {
 	}
 
 	hot.set("{cold}", true)
-	spread := eventuallyTrue(2*time.Second, func() bool {
+	spread := dbtest.Eventually(2*time.Second, func() bool {
 		res, err := c.Fetch(ctx, "{cold}", load)
 		if err != nil || string(res.Value) != "v" {
 			t.Fatalf("Fetch of the promoted key: got %q, %v, want %q", res.Value, err, "v")
@@ -116,15 +116,4 @@ func TestHotKeyLongerL1(t *testing.T) {
 			t.Errorf("%s 2 s later (L1 1 s, hot 5 s): got L1=%v %v, want L1=%v nil", tc.key, res.L1, err, tc.wantL1)
 		}
 	}
-}
-
-func eventuallyTrue(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
 }

@@ -81,7 +81,7 @@ func TestSetInvalidatesOtherL1(t *testing.T) {
 	}
 	t0 := time.Now()
 	var last cache.Result
-	ok := eventually(2*propagation, func() bool {
+	ok := dbtest.Eventually(2*propagation, func() bool {
 		last, _ = b.Fetch(ctx, key, load)
 		return string(last.Value) == "new"
 	})
@@ -127,7 +127,7 @@ func TestInvalidateRemovesEverywhere(t *testing.T) {
 
 	t0 := time.Now()
 	var last cache.Result
-	ok := eventually(2*propagation, func() bool {
+	ok := dbtest.Eventually(2*propagation, func() bool {
 		last, _ = b.Fetch(ctx, key, slowLoad(&calls, 0, "reloaded"))
 		return string(last.Value) == "reloaded"
 	})

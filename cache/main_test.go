@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,6 +58,23 @@ func slowLoad(calls *atomic.Int64, d time.Duration, value string) cache.LoadFunc
 	}
 }
 
+// allReturnWhileHeld waits for the readers in wg while the load behind
+// gate is still held back, and fails the test (what names the readers) if
+// they do not all return within 10 s; gate is closed first then, so no
+// reader is left behind.
+func allReturnWhileHeld(t *testing.T, wg *sync.WaitGroup, gate chan struct{}, what string) {
+	t.Helper()
+	returned := make(chan struct{})
+	go func() { wg.Wait(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		close(gate)
+		<-returned
+		t.Fatalf("%s: not all returned within 10 s while the refresh was pending, want all at once", what)
+	}
+}
+
 // scanKeys lists the keys matching pattern.
 func scanKeys(t testing.TB, rdb *redis.Client, pattern string) []string {
 	t.Helper()
@@ -69,18 +87,4 @@ func scanKeys(t testing.TB, rdb *redis.Client, pattern string) []string {
 		t.Fatalf("scan %s: %v", pattern, err)
 	}
 	return keys
-}
-
-// eventually polls cond every 5 ms until it holds or within passes.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

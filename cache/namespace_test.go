@@ -83,7 +83,7 @@ func TestNamespacesKeepAppsApart(t *testing.T) {
 	if err := a[0].Set(ctx, key, []byte("new-a")); err != nil {
 		t.Fatalf("Set in a: %v", err)
 	}
-	if !eventually(2*propagation, func() bool {
+	if !dbtest.Eventually(2*propagation, func() bool {
 		r, _ := a[1].Fetch(ctx, key, nil)
 		return string(r.Value) == "new-a"
 	}) {

@@ -41,15 +41,7 @@ func TestSWROneRefresherAcrossInstances(t *testing.T) {
 	gate := make(chan struct{})
 	var loads [instances]atomic.Int64
 	loadFor := func(i int) cache.LoadFunc {
-		return func(ctx context.Context) ([]byte, error) {
-			loads[i].Add(1)
-			select {
-			case <-gate:
-				return []byte("new"), nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
+		return dbtest.HeldLoad(&loads[i], gate, "new")
 	}
 	start := make(chan struct{})
 	var stale atomic.Int64
@@ -67,15 +59,7 @@ func TestSWROneRefresherAcrossInstances(t *testing.T) {
 		})
 	}
 	close(start)
-	returned := make(chan struct{})
-	go func() { wg.Wait(); close(returned) }()
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		close(gate)
-		<-returned
-		t.Fatal("stale reads did not all return while the refresh was pending")
-	}
+	allReturnWhileHeld(t, &wg, gate, "stale reads")
 	close(gate)
 	if stale.Load() != concurrent {
 		t.Errorf("%d of %d reads served stale, want all", stale.Load(), concurrent)
@@ -83,7 +67,7 @@ func TestSWROneRefresherAcrossInstances(t *testing.T) {
 	// Every instance sees the refreshed value, fresh, with no further load.
 	for i, c := range fleet {
 		var last cache.Result
-		if !eventually(3*time.Second, func() bool {
+		if !dbtest.Eventually(3*time.Second, func() bool {
 			r, err := c.Fetch(ctx, key, loadFor(i))
 			last = r
 			return err == nil && string(r.Value) == "new" && r.Status == cache.Hit

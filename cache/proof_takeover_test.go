@@ -46,7 +46,7 @@ func TestWaitRestartsWhenLockChangesHands(t *testing.T) {
 		r, err := w.Fetch(ctx, key, slowLoad(&loads, 0, "waiter-loaded"))
 		done <- answer{string(r.Value), err}
 	}()
-	if !eventually(5*time.Second, func() bool { return len(polls.times()) > 0 }) {
+	if !dbtest.Eventually(5*time.Second, func() bool { return len(polls.times()) > 0 }) {
 		t.Fatal("the waiter never tried the lock")
 	}
 	first := polls.times()[0] // its wait started here
@@ -57,7 +57,7 @@ func TestWaitRestartsWhenLockChangesHands(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := time.Now()
-	if !eventually(5*time.Second, func() bool { p := polls.times(); return p[len(p)-1].After(changed) }) {
+	if !dbtest.Eventually(5*time.Second, func() bool { p := polls.times(); return p[len(p)-1].After(changed) }) {
 		t.Fatal("the waiter did not poll after the lock changed hands")
 	}
 	if seen := polls.times()[len(polls.times())-1]; seen.After(first.Add(lockWait)) {

@@ -121,7 +121,7 @@ func waitReplicasListed(t *testing.T, rdb *redis.ClusterClient, prefix string) {
 		}
 		t.Cleanup(func() { rdb.Del(ctx, k) })
 	}
-	listed := eventually(20*time.Second, func() bool {
+	listed := dbtest.Eventually(20*time.Second, func() bool {
 		//lint:ignore SA1019 go-redis builds its routing from CLUSTER SLOTS: wait for what it will see
 		slots, err := rdb.ClusterSlots(ctx).Result()
 		if err != nil || len(slots) == 0 {

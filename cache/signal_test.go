@@ -103,7 +103,7 @@ func TestStaleServedFromL1UntilRefreshed(t *testing.T) {
 			t.Fatalf("B read %d during the refresh: %s L1=%v %v; want STALE from L1", i, r.Status, r.L1, err)
 		}
 	}
-	if !eventually(2*time.Second, func() bool {
+	if !dbtest.Eventually(2*time.Second, func() bool {
 		r, _ := b.Fetch(ctx, key, nil)
 		return string(r.Value) == "new"
 	}) {

@@ -51,6 +51,19 @@ func runStampede(t *testing.T, mode cache.Mode) stampedeResult {
 			Mode: mode, L1TTL: 0, LockWait: 20 * time.Second, LockTTL: 30 * time.Second})
 	}
 
+	ok, errs := fetchAtOnce(caches, key, load)
+	r := stampedeResult{ok: ok, errs: errs, loads: calls.Load()}
+	for _, c := range caches {
+		r.stats += c.Stats().Loads
+	}
+	r.lockKeys = scanKeys(t, admin, "lock:"+prefix+"*")
+	return r
+}
+
+// fetchAtOnce releases perInstance concurrent Fetches of key on each of
+// caches at once, and returns how many got the loaded "value" and the errors
+// of the others.
+func fetchAtOnce(caches []*cache.Cache, key string, load cache.LoadFunc) (int64, []error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := make(chan struct{})
@@ -80,13 +93,7 @@ func runStampede(t *testing.T, mode cache.Mode) stampedeResult {
 	}
 	close(start)
 	wg.Wait()
-
-	r := stampedeResult{ok: ok.Load(), errs: errs, loads: calls.Load()}
-	for _, c := range caches {
-		r.stats += c.Stats().Loads
-	}
-	r.lockKeys = scanKeys(t, admin, "lock:"+prefix+"*")
-	return r
+	return ok.Load(), errs
 }
 
 func (r stampedeResult) checkAllServed(t *testing.T) {

@@ -139,7 +139,7 @@ func TestStaticRepairRestoresLostAndChangedValues(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		if !eventually(3*time.Second, restored(k)) {
+		if !dbtest.Eventually(3*time.Second, restored(k)) {
 			t.Fatalf("%s not stored by the repair job", k)
 		}
 	}
@@ -150,7 +150,7 @@ func TestStaticRepairRestoresLostAndChangedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if !eventually(3*time.Second, restored(k)) {
+		if !dbtest.Eventually(3*time.Second, restored(k)) {
 			t.Errorf("%s not repaired", k)
 		}
 	}

@@ -38,15 +38,7 @@ func TestSWRServesStaleWhileOneRefreshRuns(t *testing.T) {
 
 	var calls atomic.Int64
 	gate := make(chan struct{})
-	load := func(ctx context.Context) ([]byte, error) {
-		calls.Add(1)
-		select {
-		case <-gate:
-			return []byte("new"), nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	load := dbtest.HeldLoad(&calls, gate, "new")
 	type outcome struct {
 		res  cache.Result
 		err  error
@@ -64,15 +56,7 @@ func TestSWRServesStaleWhileOneRefreshRuns(t *testing.T) {
 		})
 	}
 	close(start)
-	returned := make(chan struct{})
-	go func() { wg.Wait(); close(returned) }()
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		close(gate)
-		<-returned
-		t.Fatalf("stale requests: not all returned in 10s while the refresh was pending, want all at once")
-	}
+	allReturnWhileHeld(t, &wg, gate, "stale requests")
 	if got := calls.Load(); got > 1 {
 		t.Errorf("while stale was served: got %d loads started, want at most 1", got)
 	}
@@ -96,7 +80,7 @@ func TestSWRServesStaleWhileOneRefreshRuns(t *testing.T) {
 
 	// The refresh ran in the background; the value appears once it is done.
 	var last cache.Result
-	ok := eventually(2*time.Second, func() bool {
+	ok := dbtest.Eventually(2*time.Second, func() bool {
 		res, err := c.Fetch(ctx, key, load)
 		last = res
 		return err == nil && string(res.Value) == "new"

@@ -54,13 +54,13 @@ func TestTrackingSilentConnection(t *testing.T) {
 	link.SetDelay(0)
 	t0 = time.Now()
 	plain := dbtest.NewRedis(t, redisDB)
-	if !eventually(15*time.Second, func() bool {
+	if !dbtest.Eventually(15*time.Second, func() bool {
 		warm(t, key, c)
 		began := time.Now()
 		if err := plain.Set(ctx, key, "x", 0).Err(); err != nil {
 			t.Fatalf("SET: %v", err)
 		}
-		return eventually(trackingBound, func() bool { return !inL1(c, key) }) && time.Since(began) <= trackingBound
+		return dbtest.Eventually(trackingBound, func() bool { return !inL1(c, key) }) && time.Since(began) <= trackingBound
 	}) {
 		t.Fatalf("after the link came back, a SET never evicted %s within %s", key, trackingBound)
 	}

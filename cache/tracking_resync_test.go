@@ -51,7 +51,7 @@ func TestTrackingResyncs(t *testing.T) {
 		}
 		took := evictedWithin(t, trackingBound, t0, untouched, c)
 		t.Logf("%s: L1 flushed after %s", tc.name, took)
-		if !eventually(2*time.Second, func() bool { return c.Stats().L1Flushes >= flushes+tc.flushes }) {
+		if !dbtest.Eventually(2*time.Second, func() bool { return c.Stats().L1Flushes >= flushes+tc.flushes }) {
 			t.Fatalf("%s: got L1Flushes %d, want at least %d", tc.name, c.Stats().L1Flushes, flushes+tc.flushes)
 		}
 		got, ok := clientID(t, admin, name)

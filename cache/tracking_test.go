@@ -53,7 +53,7 @@ func inL1(c *Cache, key string) bool {
 func warm(t *testing.T, key string, cs ...*Cache) {
 	t.Helper()
 	load := func(context.Context) ([]byte, error) { return []byte("v"), nil }
-	if !eventually(5*time.Second, func() bool {
+	if !dbtest.Eventually(5*time.Second, func() bool {
 		for _, c := range cs {
 			if !inL1(c, key) {
 				_, _ = c.Fetch(context.Background(), key, load)

@@ -106,7 +106,7 @@ func TestCloseReleasesHeldLock(t *testing.T) {
 		_, err := c.Fetch(context.Background(), key, slowLoad(&calls, 10*time.Second, "v"))
 		done <- err
 	}()
-	if !eventually(2*time.Second, func() bool { return rdb.Exists(context.Background(), "lock:"+key).Val() == 1 }) {
+	if !dbtest.Eventually(2*time.Second, func() bool { return rdb.Exists(context.Background(), "lock:"+key).Val() == 1 }) {
 		t.Fatal("the load never took its lock")
 	}
 	c.Close()

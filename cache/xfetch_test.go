@@ -83,15 +83,7 @@ func TestXFetchRefreshesNearExpiry(t *testing.T) {
 	// returned: that Fetch must not wait for the refresh it starts.
 	var calls atomic.Int64
 	gate := make(chan struct{})
-	load := func(ctx context.Context) ([]byte, error) {
-		calls.Add(1)
-		select {
-		case <-gate:
-			return []byte("new"), nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	load := dbtest.HeldLoad(&calls, gate, "new")
 
 	// Far: 10 minutes left of a 1 ms computation, P = exp(−600 000) = 0.
 	far := prefix + "{far}"
@@ -113,7 +105,7 @@ func TestXFetchRefreshesNearExpiry(t *testing.T) {
 		t.Fatalf("near key: got %q, %s, %v, want %q, HIT, nil", res.Value, res.Status, err, "old")
 	}
 	var last Result
-	ok := eventually(2*time.Second, func() bool {
+	ok := dbtest.Eventually(2*time.Second, func() bool {
 		last, err = c.Fetch(ctx, near, load)
 		return err == nil && string(last.Value) == "new"
 	})
@@ -140,16 +132,4 @@ func put(t *testing.T, c *Cache, key string, e Entry) {
 	if err := c.write(context.Background(), key, e, time.Minute); err != nil {
 		t.Fatalf("write %s: %v", key, err)
 	}
-}
-
-// eventually polls cond every 5 ms until it holds or within passes.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
 }

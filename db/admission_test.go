@@ -27,6 +27,20 @@ func fullGate(t *testing.T, conns, reserved int) (*gate, []func()) {
 	return g, held
 }
 
+// enterLater enters g in the background with ctx and hold, leaving at once
+// if let in; the channel yields enter's error once it has returned.
+func enterLater(ctx context.Context, g *gate, hold time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		leave, err := g.enter(ctx, hold, entry{byDeadline: true})
+		if err == nil {
+			leave()
+		}
+		done <- err
+	}()
+	return done
+}
+
 // TestGateRefusesWhatWouldTimeOut: a caller whose predicted wait does not
 // fit its share of the remaining deadline is refused at once (no waiting);
 // checkout may spend all of it, reads half, reports a quarter.
@@ -47,20 +61,12 @@ func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
 		g, held := fullGate(t, 1, 0)
 		ctx, cancel := context.WithTimeout(WithPriority(context.Background(), tc.priority), time.Second)
 		start := time.Now()
-		var err error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			var leave func()
-			if leave, err = g.enter(ctx, fixedWait(tc.wait), entry{byDeadline: true}); err == nil {
-				leave()
-			}
-		}()
+		done := enterLater(ctx, g, fixedWait(tc.wait))
 		if !tc.refused {
 			time.Sleep(20 * time.Millisecond)
 			held[0]() // a connection frees: the queued caller gets it
 		}
-		<-done
+		err := <-done
 		cancel()
 		var refused *RefusedError
 		if got := errors.As(err, &refused); got != tc.refused {
@@ -152,37 +158,23 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 		g, held := fullGate(t, 1, 0)
 		now := time.Now()
 		g.now = func() time.Time { return now }
-		first := make(chan error, 1)
-		go func() { // a waiter that keeps the queue standing
-			leave, err := g.enter(context.Background(), 0, entry{byDeadline: true})
-			if err == nil {
-				leave()
-			}
-			first <- err
-		}()
+		first := enterLater(context.Background(), g, 0) // a waiter that keeps the queue standing
 		for g.queued() != 1 {
 			time.Sleep(time.Millisecond)
 		}
 		now = now.Add(2 * lifoAfter)
 		ctx, cancel := context.WithTimeout(WithPriority(context.Background(), tc.priority), 2*time.Second)
 		start := time.Now()
+		done := enterLater(ctx, g, 10*time.Millisecond)
 		var err error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			var leave func()
-			if leave, err = g.enter(ctx, 10*time.Millisecond, entry{byDeadline: true}); err == nil {
-				leave()
-			}
-		}()
-		if !tc.refused {
-			time.Sleep(100 * time.Millisecond)
-		}
 		if tc.refused {
-			<-done
+			err = <-done
+			held[0]()
+		} else {
+			time.Sleep(100 * time.Millisecond)
+			held[0]()
+			err = <-done
 		}
-		held[0]()
-		<-done
 		<-first
 		cancel()
 		var refused *RefusedError

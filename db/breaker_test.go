@@ -102,10 +102,10 @@ func TestBreakerRecoversAtFirstProbe(t *testing.T) {
 	if !errors.As(err, &refused) || !errors.Is(err, db.ErrCircuitOpen) || refused.RetryAfter > 50*time.Millisecond {
 		t.Fatalf("query while open: got %v, want ErrCircuitOpen with RetryAfter ≤ 50ms (the first probe)", err)
 	}
-	waitFor(t, "3 failed probes", func() bool { return pool.Breaker().FailedProbes >= 3 })
+	dbtest.WaitFor(t, "3 failed probes", func() bool { return pool.Breaker().FailedProbes >= 3 })
 	proxy.SetDown(false)
 	back := time.Now()
-	waitFor(t, "breaker closed", func() bool { return pool.Breaker().State == breaker.Closed })
+	dbtest.WaitFor(t, "breaker closed", func() bool { return pool.Breaker().State == breaker.Closed })
 	probe, result, ok := tr.FirstProbeAfter(back)
 	if !ok || result != breaker.Closed {
 		t.Fatalf("first probe after PostgreSQL returned: ended in %s (ok %v), want closed; transitions:%s", result, ok, tr)
@@ -114,16 +114,5 @@ func TestBreakerRecoversAtFirstProbe(t *testing.T) {
 		probe.Sub(back).Round(time.Millisecond), time.Since(back).Round(time.Millisecond), tr.Probes())
 	if err := selectOne(ctx, pool); err != nil {
 		t.Errorf("query after recovery: %v", err)
-	}
-}
-
-// waitFor polls cond; the 10 s bound only keeps a broken build from
-// hanging, it is not what the test measures.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
 	}
 }

@@ -26,6 +26,13 @@ func TestMain(m *testing.M) {
 func openPool(t *testing.T, cfg db.Config) *db.Pool {
 	t.Helper()
 	cfg.URL = dbtest.NewDatabase(t, "db")
+	return openPoolAt(t, cfg)
+}
+
+// openPoolAt opens a pool with cfg, on the database cfg.URL names, closed
+// when the test ends.
+func openPoolAt(t *testing.T, cfg db.Config) *db.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := db.Open(ctx, cfg)
@@ -133,7 +140,7 @@ func TestPoolWaitingCountsWaiters(t *testing.T) {
 			errs[i] = err
 		})
 	}
-	if !eventually(5*time.Second, func() bool { return pool.Waiting() == waiters }) {
+	if !dbtest.Eventually(5*time.Second, func() bool { return pool.Waiting() == waiters }) {
 		t.Errorf("Waiting: got %d, want %d", pool.Waiting(), waiters)
 	}
 	held.Release()
@@ -147,18 +154,6 @@ func TestPoolWaitingCountsWaiters(t *testing.T) {
 	if got := pool.Waiting(); got != 0 {
 		t.Errorf("Waiting after everyone was served: got %d, want 0", got)
 	}
-}
-
-// eventually polls cond every 5 ms until it holds or within passes.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
 }
 
 // TestOpenFailures checks that a start fails with a clear error and in

@@ -36,14 +36,7 @@ func openCounted(t *testing.T, cfg db.Config) (*db.Pool, *atomic.Int64) {
 	}
 	u.Host = proxy.Addr()
 	cfg.URL, cfg.MaxConns = u.String(), 1
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pool, err := db.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("open pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, &sends
+	return openPoolAt(t, cfg), &sends
 }
 
 func hostOf(t *testing.T, raw string) string {

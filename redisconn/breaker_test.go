@@ -64,12 +64,12 @@ func TestRedisBreaker(t *testing.T) {
 		t.Errorf("GET while open took %s, want immediate (the 200ms read timeout must not apply)", took)
 	}
 	// Let a few probes fail, so the schedule has backed off.
-	waitFor(t, "3 failed probes", func() bool { return b.Snapshot().FailedProbes >= 3 })
+	dbtest.WaitFor(t, "3 failed probes", func() bool { return b.Snapshot().FailedProbes >= 3 })
 
 	proxy.SetDown(false)
 	back := time.Now()
 	// No user command: the breaker recovers by itself.
-	waitFor(t, "breaker closed", func() bool { return b.State() == breaker.Closed })
+	dbtest.WaitFor(t, "breaker closed", func() bool { return b.State() == breaker.Closed })
 	probe, result, ok := tr.FirstProbeAfter(back)
 	if !ok || result != breaker.Closed {
 		t.Fatalf("first probe after Redis returned: ended in %s (ok %v), want closed; transitions:%s", result, ok, tr)
@@ -99,16 +99,5 @@ func TestRedisBreakerIgnoresCancellations(t *testing.T) {
 	}
 	if s := b.State(); s != breaker.Open {
 		t.Errorf("after failure, failure, 2 cancellations, failure: got %s, want open (cancellations are excluded)", s)
-	}
-}
-
-// waitFor polls cond; the 10 s bound only keeps a broken build from
-// hanging, it is not what the test measures.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
 	}
 }
