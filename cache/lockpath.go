@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache/internal/redislock"
+	"github.com/stampede-guard/api/internal/retryhint"
 )
 
 // Backoff of a waiter polling for another instance's load.
@@ -130,20 +131,8 @@ func (c *Cache) lockTimeout(ctx context.Context, key, why string) error {
 	if ttl, err := c.rdb.PTTL(ctx, c.lockKey(key)).Result(); err == nil && ttl > 0 {
 		after = ttl
 	}
-	return fmt.Errorf("cache fetch %s: %w (%s)", key, &retryError{err: ErrLockTimeout, after: after}, why)
+	return fmt.Errorf("cache fetch %s: %w (%s)", key, retryhint.New(ErrLockTimeout, after), why)
 }
-
-// retryError is a failure that says when a retry can succeed.
-type retryError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *retryError) Error() string { return e.err.Error() }
-func (e *retryError) Unwrap() error { return e.err }
-
-// RetryHint is when a retry can succeed.
-func (e *retryError) RetryHint() time.Duration { return e.after }
 
 // holdLimit is how long a load may run once it holds the lock: a whole
 // LoadTimeout, and at least LockWait, since other instances' waiters wait

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-guard/api/breaker"
+	"github.com/stampede-guard/api/internal/retryhint"
 )
 
 // Conn is what a guarded call may do with its connection: run statements,
@@ -96,7 +97,7 @@ func (p *Pool) admit(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("db %s: %w", p.cfg.Name, err)
 	}
 	return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name,
-		&retryError{err: ErrAcquireTimeout, after: p.DrainEstimate()}, p.cfg.AcquireTimeout)
+		retryhint.New(ErrAcquireTimeout, p.DrainEstimate()), p.cfg.AcquireTimeout)
 }
 
 // acquire takes a connection, waiting at most the acquire timeout: the
@@ -127,7 +128,7 @@ func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if actx.Err() != nil && !isConnect(err) {
 		// The queue that kept this request waiting says when to come back.
 		return nil, fmt.Errorf("db %s: %w after %s", p.cfg.Name,
-			&retryError{err: ErrAcquireTimeout, after: p.DrainEstimate()}, p.cfg.AcquireTimeout)
+			retryhint.New(ErrAcquireTimeout, p.DrainEstimate()), p.cfg.AcquireTimeout)
 	}
 	return nil, fmt.Errorf("db %s: acquire: %w", p.cfg.Name, err)
 }

@@ -34,17 +34,6 @@ func (e *RefusedError) Unwrap() error { return e.Reason }
 // RetryHint is when a retry can succeed.
 func (e *RefusedError) RetryHint() time.Duration { return e.RetryAfter }
 
-// retryError is a failure that says when a retry can succeed, estimated
-// from the state that caused it (a queue's drain time, a lock's expiry).
-type retryError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *retryError) Error() string            { return e.err.Error() }
-func (e *retryError) Unwrap() error            { return e.err }
-func (e *retryError) RetryHint() time.Duration { return e.after }
-
 type maxWaitingKey struct{}
 
 // WithMaxWaiting marks ctx with the longest pool queue its request may join.
