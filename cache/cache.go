@@ -19,6 +19,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,9 +57,13 @@ type Cache struct {
 	now     func() time.Time
 	l1      *l1
 	tracker *redisconn.Tracking // nil unless L1 is invalidated by CLIENT TRACKING
-	group   singleflight.Group
-	stats   Stats
-	tracer  trace.Tracer
+	group   singleflight.Group  // loads, one per key at a time
+	reads   singleflight.Group  // Redis reads of a key, one at a time (sharedRead)
+	// writes counts this instance's Set and Invalidate calls, so a read
+	// that starts after one never joins a read that started before it.
+	writes atomic.Uint64
+	stats  Stats
+	tracer trace.Tracer
 
 	// life ends on Close; background refreshes and shared loads derive from
 	// it so shutdown stops them.

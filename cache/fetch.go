@@ -72,7 +72,7 @@ func (c *Cache) fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 	// A stale value goes to L1 too, so a burst during a refresh costs no
 	// Redis round trip per request: the refresh's fill signal evicts it
 	// everywhere the moment the new value is stored.
-	e, found, err := c.readFill(key, noHold, func() (Entry, bool, error) { return c.read(ctx, key) })
+	e, found, err := c.readFill(key, noHold, func() (Entry, bool, error) { return c.sharedRead(ctx, key) })
 	switch {
 	case err != nil:
 		// Redis is down or slow: losing the cache must not lose the answer,

@@ -15,6 +15,7 @@ import (
 // reload reads the source of truth under the key's lock, fenced by any
 // later invalidation) cannot go back in time.
 func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
+	c.writes.Add(1)
 	key = c.named(key)
 	e, ttl := c.newEntry(key, value, false, 0)
 	if err := c.write(ctx, key, e, ttl); err != nil {
@@ -28,6 +29,7 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
 // Invalidate deletes key everywhere: Redis (entry, copies, and the lock of a
 // load in flight) and every instance's L1.
 func (c *Cache) Invalidate(ctx context.Context, key string) error {
+	c.writes.Add(1)
 	key = c.named(key)
 	c.l1.remove(key)
 	keys := append([]string{key, c.lockKey(key)}, c.copyKeys(key)...)

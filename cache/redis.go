@@ -10,11 +10,47 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stampede-guard/api/cache/internal/redislock"
 )
+
+// sharedRead is read, shared by this instance's concurrent readers of key:
+// a hot key that just left L1 (or a cold one under a burst) costs one Redis
+// GET per instance instead of one per request, and the lock holder's SET NX
+// does not queue for a pool connection behind a hundred identical GETs.
+// The flight is keyed by this instance's write and invalidation counts as
+// well, so a read that starts after a write here never gets the answer of a
+// read that started before it (each caller's L1 fill keeps its own check).
+// The shared read is detached from any one caller: one that gives up stops
+// waiting, the others still get the answer.
+func (c *Cache) sharedRead(ctx context.Context, key string) (Entry, bool, error) {
+	epoch := strconv.FormatUint(c.writes.Load()+c.l1.mark(), 36)
+	ch := c.reads.DoChan(key+"\x00"+epoch, func() (any, error) {
+		rctx, done, ok := c.owned(ctx, c.cfg.LockWait)
+		if !ok {
+			return sharedEntry{}, fmt.Errorf("cache read %s: %w", key, errClosed)
+		}
+		defer done()
+		e, found, err := c.read(rctx, key)
+		return sharedEntry{e, found}, err
+	})
+	select {
+	case r := <-ch:
+		se, _ := r.Val.(sharedEntry)
+		return se.e, se.found, r.Err
+	case <-ctx.Done():
+		return Entry{}, false, fmt.Errorf("cache read %s: %w", key, ctx.Err())
+	}
+}
+
+// sharedEntry is what one shared read found.
+type sharedEntry struct {
+	e     Entry
+	found bool
+}
 
 // read fetches and decodes key from Redis. ok is false on a miss; a corrupt
 // or foreign value is a miss too, logged once per key until it is replaced.
