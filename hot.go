@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/hotkeys"
 	"github.com/stampede-guard/api/redisconn"
@@ -85,27 +83,13 @@ func hotKeyRates(d *hotkeys.Detector) []hotkeys.Rate {
 }
 
 // newReplicaReads is the client of hot-key copy reads with
-// REDIS_REPLICA_READS: the cluster client's options plus ReadOnly and
-// RouteRandomly, so a copy's GET goes to any node of its slot, master or
-// replica. Only copies are read through it (cache.Config.ReplicaReads):
-// the entry, locks and the lock path's double-check stay on masters, where
-// replication lag cannot reach them. Not RouteByLatency: it sends every
-// read to the one closest node, which piles a hot key back onto one
-// server, and before go-redis v9.5.4 it could pick a node outside the
-// slot (MOVED storms, go-redis issue #3023). While the Redis breaker is
-// open the client refuses at once, as the main one does, instead of
-// dialling replicas of a Redis that is down. Nil unless enabled.
+// REDIS_REPLICA_READS (redisconn.ReplicaReads); nil unless enabled on a
+// cluster.
 func newReplicaReads(cfg config, rdb redis.UniversalClient, b *redisconn.Breaker) *redis.ClusterClient {
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !cfg.HotKey.ReplicaReads || !ok {
+	if !cfg.HotKey.ReplicaReads {
 		return nil
 	}
-	opt := *cc.Options()
-	opt.ReadOnly, opt.RouteRandomly, opt.RouteByLatency = true, true, false
-	rc := redis.NewClusterClient(&opt)
-	rc.AddHook(redisconn.ReloadOnOutage(rc))
-	rc.AddHook(openGate{b})
-	return rc
+	return redisconn.ReplicaReads(rdb, b)
 }
 
 // replicaReads is newReplicaReads' client as the cache takes it: a nil
@@ -115,27 +99,6 @@ func replicaReads(rc *redis.ClusterClient) redis.UniversalClient {
 		return nil
 	}
 	return rc
-}
-
-// openGate refuses commands while the Redis breaker is open, without
-// counting their outcomes: a replica's own failures must not open the
-// breaker of every Redis call (the cache falls back to the master).
-type openGate struct{ b *redisconn.Breaker }
-
-func (g openGate) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (g openGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if g.b.State() == breaker.Open {
-			cmd.SetErr(redisconn.ErrBreakerOpen)
-			return redisconn.ErrBreakerOpen
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (g openGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next // the cache pipelines nothing through this client
 }
 
 var (
