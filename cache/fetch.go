@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -74,6 +75,10 @@ func (c *Cache) fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 	// everywhere the moment the new value is stored.
 	e, found, err := c.readFill(key, noHold, func() (Entry, bool, error) { return c.sharedRead(ctx, key) })
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// The caller gave up (or ran out of time): not a Redis outage, and
+		// no load for an answer nobody waits for.
+		return Result{}, fmt.Errorf("cache fetch %s: %w", key, ctx.Err())
 	case err != nil:
 		// Redis is down or slow: losing the cache must not lose the answer,
 		// nor cost a load per read while it lasts (outage.go).

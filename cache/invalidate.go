@@ -15,7 +15,7 @@ import (
 // reload reads the source of truth under the key's lock, fenced by any
 // later invalidation) cannot go back in time.
 func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
-	c.writes.Add(1)
+	defer c.wrote()()
 	key = c.named(key)
 	e, ttl := c.newEntry(key, value, false, 0)
 	if err := c.write(ctx, key, e, ttl); err != nil {
@@ -26,10 +26,19 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
 	return c.publish(ctx, key)
 }
 
+// wrote moves the write count on before a write and again after it (call
+// the function it returns when the write is done), so a read sharing a
+// Redis GET (sharedRead) never spans a write: one that started before it
+// or during it is never joined by one that starts after it returned.
+func (c *Cache) wrote() func() {
+	c.writes.Add(1)
+	return func() { c.writes.Add(1) }
+}
+
 // Invalidate deletes key everywhere: Redis (entry, copies, and the lock of a
 // load in flight) and every instance's L1.
 func (c *Cache) Invalidate(ctx context.Context, key string) error {
-	c.writes.Add(1)
+	defer c.wrote()()
 	key = c.named(key)
 	c.l1.remove(key)
 	keys := append([]string{key, c.lockKey(key)}, c.copyKeys(key)...)

@@ -29,9 +29,10 @@ import (
 func (c *Cache) sharedRead(ctx context.Context, key string) (Entry, bool, error) {
 	epoch := strconv.FormatUint(c.writes.Load()+c.l1.mark(), 36)
 	ch := c.reads.DoChan(key+"\x00"+epoch, func() (any, error) {
-		rctx, done, ok := c.owned(ctx, c.cfg.LockWait)
-		if !ok {
-			return sharedEntry{}, fmt.Errorf("cache read %s: %w", key, errClosed)
+		rctx, done, ok := c.owned(ctx, max(c.cfg.LockWait, sharedReadLimit))
+		if !ok { // closed: read on the caller's own context, unshared
+			e, found, err := c.read(ctx, key)
+			return sharedEntry{e, found}, err
 		}
 		defer done()
 		e, found, err := c.read(rctx, key)
@@ -45,6 +46,12 @@ func (c *Cache) sharedRead(ctx context.Context, key string) (Entry, bool, error)
 		return Entry{}, false, fmt.Errorf("cache read %s: %w", key, ctx.Err())
 	}
 }
+
+// sharedReadLimit is the least a shared read may take: a pool wait plus
+// a read, by the client's own timeouts (redisconn), so a short LOCK_WAIT
+// does not turn a slow GET into an outage for every reader sharing it.
+// Each reader still stops waiting at its own deadline.
+const sharedReadLimit = 2 * time.Second
 
 // sharedEntry is what one shared read found.
 type sharedEntry struct {

@@ -15,11 +15,13 @@ import (
 )
 
 // heldGets is a go-redis hook that counts the GETs of key and holds the
-// first one until release is closed.
+// first one until release is closed; beforeWrite, when set, runs once just
+// before the first write of key reaches Redis.
 type heldGets struct {
-	key     string
-	gets    atomic.Int64
-	release chan struct{}
+	key         string
+	gets        atomic.Int64
+	release     chan struct{}
+	beforeWrite func()
 }
 
 func (h *heldGets) DialHook(next redis.DialHook) redis.DialHook {
@@ -42,7 +44,17 @@ func (h *heldGets) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (h *heldGets) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if args := cmd.Args(); h.beforeWrite != nil && cmd.Name() == "set" && len(args) > 1 && args[1] == h.key {
+				run := h.beforeWrite
+				h.beforeWrite = nil
+				run()
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // sharedReadCache is a cache (L1 off, so every read reaches Redis) whose
@@ -128,6 +140,42 @@ func TestReadAfterWriteNeverJoinsOlderRead(t *testing.T) {
 	}
 	if v := <-before; v != "old" && v != "new" {
 		t.Fatalf("the read in flight during the write got %q", v)
+	}
+}
+
+// TestReadAfterWriteNeverJoinsReadDuringIt: a read that starts while a
+// write is on its way to Redis, and is still waiting on its GET when the
+// write returns, is not joined by a read that starts after the write
+// returned: that one reads again and sees the new value.
+func TestReadAfterWriteNeverJoinsReadDuringIt(t *testing.T) {
+	t.Parallel()
+	key := newPrefix() + "{shared:3}"
+	c, h := sharedReadCache(t, key)
+	if err := c.Set(t.Context(), key, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	load := func(context.Context) ([]byte, error) { return []byte("loaded"), nil }
+	during := make(chan string, 1)
+	h.beforeWrite = func() {
+		go func() {
+			r, _ := c.Fetch(context.Background(), key, load)
+			during <- string(r.Value)
+		}()
+		dbtest.WaitFor(t, "the read during the write to reach Redis", func() bool { return h.gets.Load() >= 1 })
+	}
+	if err := c.Set(t.Context(), key, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.Fetch(t.Context(), key, load)
+	close(h.release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after.Value) != "new" {
+		t.Fatalf("a read after the write returned got %q, want %q", after.Value, "new")
+	}
+	if v := <-during; v != "old" && v != "new" {
+		t.Fatalf("the read during the write got %q", v)
 	}
 }
 

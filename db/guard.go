@@ -56,6 +56,7 @@ func (p *Pool) With(ctx context.Context, fn func(Conn) error) error {
 			conn.Release()
 		}()
 		err = fn(conn)
+		dropIfPlanChanged(conn, err)
 		if errors.Is(err, context.DeadlineExceeded) && time.Since(start) > p.cfg.StatementTimeout+hungMargin {
 			err = fmt.Errorf("%w: %w", ErrServerHung, err)
 		}

@@ -54,10 +54,31 @@ func prepareOnConnect(statements []string) func(context.Context, *pgx.Conn) erro
 	return func(ctx context.Context, conn *pgx.Conn) error {
 		for _, sql := range statements {
 			var pgErr *pgconn.PgError
-			if _, err := conn.Prepare(ctx, sql, sql); err != nil && !errors.As(err, &pgErr) {
+			_, err := conn.Prepare(ctx, sql, sql)
+			switch {
+			case err == nil:
+			case conn.IsClosed(): // a FATAL error: the connection is gone
+				return fmt.Errorf("prepare %q: %w", sql, err)
+			case !errors.As(err, &pgErr):
 				return fmt.Errorf("prepare %q: %w", sql, err)
 			}
 		}
 		return nil
+	}
+}
+
+// planChanged is the SQLSTATE of "cached plan must not change result type":
+// a migration changed a column's type under a statement prepared before it.
+const planChanged = "0A000"
+
+// dropIfPlanChanged closes a connection whose prepared statement outlived a
+// schema change, so the pool replaces it (and the replacement prepares the
+// new shape) instead of failing every later use of it. pgx invalidates its
+// own statement cache on this error, but not a statement prepared by name:
+// without this, the failure would last as long as the connection.
+func dropIfPlanChanged(conn *pgxpool.Conn, err error) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == planChanged {
+		_ = conn.Conn().Close(context.Background()) // Release then destroys it
 	}
 }

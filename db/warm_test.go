@@ -109,3 +109,41 @@ func TestClosedIdleConnectionReplaced(t *testing.T) {
 		t.Fatalf("query on a pool whose idle connection was terminated: %v", err)
 	}
 }
+
+// TestPreparedStatementSurvivesSchemaChange: a statement prepared at
+// connect whose result type a migration changes fails once on its
+// connection ("cached plan must not change result type"), as pgx's own
+// statement cache would, and the connection is replaced: the next call
+// succeeds instead of failing for as long as the connection lives.
+func TestPreparedStatementSurvivesSchemaChange(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t, "plan")
+	setup, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close(context.Background())
+	if _, err := setup.Exec(t.Context(), `CREATE TABLE items (id int PRIMARY KEY, n int); INSERT INTO items VALUES (1, 7)`); err != nil {
+		t.Fatal(err)
+	}
+	const q = `SELECT n FROM items WHERE id = $1`
+	pool := openPoolAt(t, db.Config{URL: url, MaxConns: 1, Prepare: []string{q}})
+	read := func() error {
+		return pool.With(t.Context(), func(conn db.Conn) error {
+			var n int64
+			return conn.QueryRow(t.Context(), q, 1).Scan(&n)
+		})
+	}
+	if err := read(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Exec(t.Context(), `ALTER TABLE items ALTER COLUMN n TYPE bigint`); err != nil {
+		t.Fatal(err)
+	}
+	_ = read() // may fail once: the plan prepared before the change
+	for i := range 3 {
+		if err := read(); err != nil {
+			t.Fatalf("read %d after the schema change: %v", i+2, err)
+		}
+	}
+}
