@@ -67,8 +67,10 @@ bench: services ## run the benchmarks
 # The lab: N instances of bin/api as separate processes on these PostgreSQL
 # and Redis (logical database 10), a delayed TCP proxy on the database link,
 # the course's experiments and their before/after tables (about 2-3 minutes).
+# Every experiment on 5 instances, then the cold-key stampede on 20.
 lab: build services ## run the lab's experiments (Redis db 10: empty, or the lab's own)
 	$(GO) run ./lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
+	$(GO) run ./lab -only cold-key -instances 20 -per-instance 10 -out lab-results/20-instances -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 
 # gofmt, go vet and staticcheck (fetched from the module proxy on first use).
 lint: vet ## gofmt, go vet and staticcheck
