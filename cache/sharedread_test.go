@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -87,7 +88,7 @@ func TestBurstSharesOneRedisRead(t *testing.T) {
 			started.Done()
 			r, err := c.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return []byte("loaded"), nil })
 			if err == nil && string(r.Value) != "v1" {
-				err = &unexpected{string(r.Value)}
+				err = fmt.Errorf("read %q, want v1", r.Value)
 			}
 			errs <- err
 		})
@@ -110,75 +111,55 @@ func TestBurstSharesOneRedisRead(t *testing.T) {
 	}
 }
 
-// TestReadAfterWriteNeverJoinsOlderRead: a read that starts after a write
-// on this instance does not get the answer of a read that started before
-// the write (and is still waiting on Redis): it reads again.
-func TestReadAfterWriteNeverJoinsOlderRead(t *testing.T) {
+// TestReadAfterWriteReadsAgain: a read that starts after a write on this
+// instance returned never gets the answer of a read that started before
+// the write, or while it was on its way to Redis, and is still waiting on
+// its GET: it reads again and sees the new value.
+func TestReadAfterWriteReadsAgain(t *testing.T) {
 	t.Parallel()
-	key := newPrefix() + "{shared:2}"
-	c, h := sharedReadCache(t, key)
-	if err := c.Set(t.Context(), key, []byte("old")); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		during bool // the earlier read starts inside the write, not before it
+	}{
+		{"earlier read started before the write", false},
+		{"earlier read started during the write", true},
 	}
-	load := func(context.Context) ([]byte, error) { return []byte("loaded"), nil }
-	before := make(chan string, 1)
-	go func() {
-		r, _ := c.Fetch(context.Background(), key, load)
-		before <- string(r.Value)
-	}()
-	dbtest.WaitFor(t, "the first GET to be held", func() bool { return h.gets.Load() >= 1 })
-	if err := c.Set(t.Context(), key, []byte("new")); err != nil {
-		t.Fatal(err)
-	}
-	after, err := c.Fetch(t.Context(), key, load)
-	close(h.release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(after.Value) != "new" {
-		t.Fatalf("a read after the write got %q, want %q", after.Value, "new")
-	}
-	if v := <-before; v != "old" && v != "new" {
-		t.Fatalf("the read in flight during the write got %q", v)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := newPrefix() + fmt.Sprintf("{shared:w%d}", i)
+			c, h := sharedReadCache(t, key)
+			if err := c.Set(t.Context(), key, []byte("old")); err != nil {
+				t.Fatal(err)
+			}
+			load := func(context.Context) ([]byte, error) { return []byte("loaded"), nil }
+			earlier := make(chan string, 1)
+			startEarlier := func() {
+				go func() {
+					r, _ := c.Fetch(context.Background(), key, load)
+					earlier <- string(r.Value)
+				}()
+				dbtest.WaitFor(t, "the earlier read's GET to be held", func() bool { return h.gets.Load() >= 1 })
+			}
+			if tc.during {
+				h.beforeWrite = startEarlier
+			} else {
+				startEarlier()
+			}
+			if err := c.Set(t.Context(), key, []byte("new")); err != nil {
+				t.Fatal(err)
+			}
+			after, err := c.Fetch(t.Context(), key, load)
+			close(h.release)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(after.Value) != "new" {
+				t.Fatalf("a read after the write returned got %q, want %q", after.Value, "new")
+			}
+			if v := <-earlier; v != "old" && v != "new" {
+				t.Fatalf("the earlier read got %q", v)
+			}
+		})
 	}
 }
-
-// TestReadAfterWriteNeverJoinsReadDuringIt: a read that starts while a
-// write is on its way to Redis, and is still waiting on its GET when the
-// write returns, is not joined by a read that starts after the write
-// returned: that one reads again and sees the new value.
-func TestReadAfterWriteNeverJoinsReadDuringIt(t *testing.T) {
-	t.Parallel()
-	key := newPrefix() + "{shared:3}"
-	c, h := sharedReadCache(t, key)
-	if err := c.Set(t.Context(), key, []byte("old")); err != nil {
-		t.Fatal(err)
-	}
-	load := func(context.Context) ([]byte, error) { return []byte("loaded"), nil }
-	during := make(chan string, 1)
-	h.beforeWrite = func() {
-		go func() {
-			r, _ := c.Fetch(context.Background(), key, load)
-			during <- string(r.Value)
-		}()
-		dbtest.WaitFor(t, "the read during the write to reach Redis", func() bool { return h.gets.Load() >= 1 })
-	}
-	if err := c.Set(t.Context(), key, []byte("new")); err != nil {
-		t.Fatal(err)
-	}
-	after, err := c.Fetch(t.Context(), key, load)
-	close(h.release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(after.Value) != "new" {
-		t.Fatalf("a read after the write returned got %q, want %q", after.Value, "new")
-	}
-	if v := <-during; v != "old" && v != "new" {
-		t.Fatalf("the read during the write got %q", v)
-	}
-}
-
-type unexpected struct{ v string }
-
-func (e *unexpected) Error() string { return "read " + e.v + ", want v1" }
