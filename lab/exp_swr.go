@@ -143,10 +143,12 @@ func (l *Lab) swr(ctx context.Context) *Experiment {
 // keepReading GETs path on every instance every 100 ms for d: the steady
 // traffic of a hot key.
 func keepReading(ctx context.Context, bases []string, path string, d time.Duration) error {
+	hc := newClient(1) // one connection per instance, kept across rounds
+	defer hc.CloseIdleConnections()
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		for _, b := range bases {
-			get(ctx, b, path)
+			do(ctx, hc, Target{Base: b, Path: path})
 		}
 		if err := sleepCtx(ctx, min(100*time.Millisecond, time.Until(end))); err != nil {
 			return err
