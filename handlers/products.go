@@ -121,7 +121,7 @@ func (h *Products) get(c *gin.Context) {
 		c.Status(http.StatusNotModified)
 		return
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	c.Data(http.StatusOK, jsonType, body)
 }
 
 // setCacheHeaders reports the cache's answer in X-Cache and in the standard
@@ -176,8 +176,7 @@ func (h *Products) create(c *gin.Context) {
 		return
 	}
 	c.Header("Location", fmt.Sprintf("/products/%d", p.ID))
-	c.Header("ETag", p.ETag())
-	c.JSON(http.StatusCreated, p)
+	writeProduct(c, http.StatusCreated, p)
 }
 
 func (h *Products) update(c *gin.Context) {
@@ -203,6 +202,16 @@ func (h *Products) update(c *gin.Context) {
 		writeError(c, h.log, err)
 		return
 	}
-	c.Header("ETag", p.ETag())
-	c.JSON(http.StatusOK, p)
+	writeProduct(c, http.StatusOK, p)
+}
+
+// jsonType is the Content-Type gin's c.JSON sets, kept for bodies encoded
+// ahead (a product's body is hashed for its ETag first).
+const jsonType = "application/json; charset=utf-8"
+
+// writeProduct answers with p and its ETag, both from one encoding.
+func writeProduct(c *gin.Context, status int, p repo.Product) {
+	body, etag := p.JSON()
+	c.Header("ETag", etag)
+	c.Data(status, jsonType, body)
 }
