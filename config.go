@@ -77,6 +77,7 @@ type config struct {
 	ShutdownTimeout      time.Duration
 	HotKeys              []int64
 	LogLevel             string
+	LogFlush             time.Duration // LOG_FLUSH_INTERVAL: access lines batched this long; 0 = one write per line
 	APIKeys              []string // API_KEYS: bearer keys with write scope, besides the api_keys table
 	BodyReadTimeout      time.Duration
 	BodyMinRate          int           // bytes per second; 0 = no minimum
@@ -147,6 +148,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		StaticTTL:         p.duration("STATIC_TTL", 24*time.Hour),
 		StaticRepair:      p.duration("STATIC_REPAIR_PERIOD", time.Minute),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		LogFlush:          p.durationOrZero("LOG_FLUSH_INTERVAL", defaultLogFlush),
 		APIKeys:           p.apiKeys("API_KEYS"),
 		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
 		AdminToken:        p.str("ADMIN_TOKEN", ""),
@@ -155,6 +157,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		UnknownIDLookups:  p.positive("UNKNOWN_ID_LOOKUPS", 20),
 	}
 	c.CacheSigningKey = signingKey(&p)
+	if c.LogFlush > maxLogFlush {
+		p.fail("LOG_FLUSH_INTERVAL", p.getenv("LOG_FLUSH_INTERVAL"), fmt.Sprintf("must be at most %v: a killed process loses up to this much access log", maxLogFlush))
+	}
 	if opt, err := redis.ParseURL(c.RedisURL); err != nil {
 		p.fail("REDIS_URL", c.RedisURL, err.Error())
 	} else {
@@ -353,3 +358,11 @@ func (c config) fillChannel() string {
 	}
 	return fmt.Sprintf("cache:filled:db%d", c.RedisDB)
 }
+
+// The access log is batched (internal/logbuf): defaultLogFlush keeps it a
+// tenth of a second behind at most, maxLogFlush bounds what a killed
+// process can lose.
+const (
+	defaultLogFlush = 100 * time.Millisecond
+	maxLogFlush     = 10 * time.Second
+)

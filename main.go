@@ -24,6 +24,7 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/internal/logbuf"
 	"github.com/stampede-guard/api/redisconn"
 	"github.com/stampede-guard/api/repo"
 )
@@ -43,7 +44,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	log := newLogger(stdout, cfg.LogLevel)
+	// Every line goes through one batching writer: the access log is
+	// batched (LOG_FLUSH_INTERVAL), everything else written at once after
+	// it. Deferred first, so its last flush runs after everything else.
+	lines := logbuf.New(stdout, cfg.LogFlush)
+	flushCtx, stopFlush := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() { defer close(flushed); lines.Run(flushCtx) }()
+	defer func() { stopFlush(); <-flushed }()
+	log := newLogger(lines.Direct(), cfg.LogLevel)
+	access := newLogger(lines, cfg.LogLevel)
 	redisconn.SetLogger(log) // go-redis's logger is one per process
 	if cfg.BreakerOpenOld {
 		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
@@ -159,7 +169,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	})
 	m := newMetrics(c, pools, breakers)
 	m.reg.MustRegister(hotKeysCollector{hot})
-	engine, err := newEngine(cfg, m, tr.middleware(cfg.Tracing.ServiceName), log)
+	engine, err := newEngine(cfg, m, tr.middleware(cfg.Tracing.ServiceName), log, access)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ import (
 // order: trace span (when tracing is on) → recovery → request id + access
 // log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
-func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log *slog.Logger) (*gin.Engine, error) {
+func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log, access *slog.Logger) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Before anything reads ClientIP: with no trusted proxies (the default)
@@ -42,7 +42,7 @@ func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log *slog.Logger) 
 	}
 	engine.Use(
 		middleware.Recover(log),
-		middleware.RequestLog(log),
+		middleware.RequestLog(access),
 		middleware.Metrics(m.requests),
 		middleware.Timeout(cfg.RequestTimeout),
 	)
