@@ -67,7 +67,9 @@ func seconds(d time.Duration) int64 { return int64(max(0, d/time.Second)) }
 // ETag, its Last-Modified, and the Age of the copy we serve, so a downstream
 // cache counts its freshness from when PostgreSQL was read, not from now.
 func setValidators(c *gin.Context, etag string, updated time.Time, age time.Duration) {
-	c.Header("ETag", etag)
+	// Spelled as net/http canonicalizes it ("ETag" is rewritten, with an
+	// allocation, on every read), and as it goes on the wire anyway.
+	c.Header("Etag", etag)
 	if !updated.IsZero() {
 		c.Header("Last-Modified", updated.UTC().Format(http.TimeFormat))
 	}
@@ -88,8 +90,12 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 		}
 		return false
 	}
-	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
-	if err != nil || lastModified.IsZero() {
+	v := r.Header.Get("If-Modified-Since")
+	if v == "" || lastModified.IsZero() {
+		return false // the common case: a failed parse allocates its error
+	}
+	ims, err := http.ParseTime(v)
+	if err != nil {
 		return false
 	}
 	return !lastModified.Truncate(time.Second).After(ims)

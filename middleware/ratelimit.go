@@ -50,9 +50,11 @@ func RateLimitPer(perIP, perKey *limiter.Limiter, log *slog.Logger, onLimited fu
 			return
 		}
 		h := c.Writer.Header()
-		h.Set("X-RateLimit-Limit", strconv.FormatInt(lctx.Limit, 10))
-		h.Set("X-RateLimit-Remaining", strconv.FormatInt(lctx.Remaining, 10))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(lctx.Reset, 10))
+		// Canonical keys set directly: Header.Set would re-spell each one,
+		// allocating, on every counted request. The wire form is the same.
+		h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(lctx.Limit, 10)}
+		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(lctx.Remaining, 10)}
+		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(lctx.Reset, 10)}
 		if lctx.Reached {
 			wait := time.Until(time.Unix(lctx.Reset, 0))
 			if onLimited != nil {

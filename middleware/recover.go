@@ -29,7 +29,7 @@ func Recover(log *slog.Logger) gin.HandlerFunc {
 			}
 			log.Error("panic recovered",
 				"panic", rec, "method", c.Request.Method, "path", c.Request.URL.Path,
-				"request_id", c.GetString(RequestIDKey), "stack", string(debug.Stack()))
+				"request_id", RequestID(c), "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
 				Refuse(c, http.StatusInternalServerError, "internal error", 0)
 				return

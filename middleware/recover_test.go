@@ -61,7 +61,7 @@ func TestRequestID(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
 	r := gin.New()
 	r.Use(middleware.RequestLog(log))
-	r.GET("/", func(c *gin.Context) { c.String(200, c.GetString(middleware.RequestIDKey)) })
+	r.GET("/", func(c *gin.Context) { c.String(200, middleware.RequestID(c)) })
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest("GET", "/", nil)

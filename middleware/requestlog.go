@@ -9,8 +9,13 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// RequestIDKey is the gin context key holding the request id.
-const RequestIDKey = "request_id"
+// requestIDHeader is X-Request-ID as net/http spells it: read and written
+// by map index, it costs no re-spelling (an allocation) per request.
+const requestIDHeader = "X-Request-Id"
+
+// RequestID returns the id RequestLog gave the request: the one echoed in
+// the response (kept there rather than in gin's Keys, a map per request).
+func RequestID(c *gin.Context) string { return c.Writer.Header().Get(requestIDHeader) }
 
 // maxRequestIDLen bounds an id a client sends us, so logs stay sane.
 const maxRequestIDLen = 64
@@ -21,14 +26,16 @@ const maxRequestIDLen = 64
 func RequestLog(log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
-		id := c.GetHeader("X-Request-ID")
+		var id string
+		if v := c.Request.Header[requestIDHeader]; len(v) > 0 {
+			id = v[0]
+		}
 		if !validRequestID(id) {
 			var b [8]byte
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
-		c.Set(RequestIDKey, id)
-		c.Header("X-Request-ID", id)
+		c.Writer.Header()[requestIDHeader] = []string{id}
 		c.Next()
 
 		level := slog.LevelInfo
