@@ -118,6 +118,11 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	return pr, f, nil
 }
 
+// JSON is pr.JSON() (the body of a product answer and its ETag), encoded
+// once per cached payload rather than once per read when pr came from Get.
+// The body is shared: callers must not modify it.
+func (p *Products) JSON(pr Product) (body []byte, etag string) { return p.seen.encoded(pr) }
+
 // load is the single query a cache miss may cost.
 func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
 	var pr Product

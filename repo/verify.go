@@ -45,6 +45,10 @@ type verified struct {
 type verifiedPayload struct {
 	payload []byte // owned copy: the cache's slice may be reused
 	product Product
+	// The product's answer, encoded once per payload rather than per read
+	// (read-only: every answer of the product shares it).
+	body []byte
+	etag string
 }
 
 func newVerified() verified {
@@ -65,6 +69,16 @@ func (v verified) check(res cache.Result, id int64) (Product, error) {
 		v.last.Remove(id)
 		return Product{}, err
 	}
-	v.last.Add(id, verifiedPayload{payload: bytes.Clone(res.Value), product: pr})
+	body, etag := pr.JSON()
+	v.last.Add(id, verifiedPayload{payload: bytes.Clone(res.Value), product: pr, body: body, etag: etag})
 	return pr, nil
+}
+
+// encoded is pr.JSON(), taken from the memo when pr is the product last
+// verified for its id: every read of a hot key.
+func (v verified) encoded(pr Product) (body []byte, etag string) {
+	if seen, ok := v.last.Peek(pr.ID); ok && seen.product == pr {
+		return seen.body, seen.etag
+	}
+	return pr.JSON()
 }
