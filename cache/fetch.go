@@ -47,6 +47,11 @@ type Result struct {
 // loads a cold or expiring key causes depends on the Mode; see the package
 // documentation.
 func (c *Cache) Fetch(ctx context.Context, key string, load LoadFunc) (Result, error) {
+	if c.cfg.TracerProvider == nil {
+		// Untraced (the default): even a no-op span costs four allocations
+		// per read, a tenth of what an L1 hit allocates.
+		return c.fetch(ctx, key, load)
+	}
 	ctx, span := c.tracer.Start(ctx, spanFetch, trace.WithAttributes(attrKey.String(key), attrShared.Bool(false)))
 	r, err := c.fetch(ctx, key, load)
 	endFetch(span, r, err)
