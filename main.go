@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -30,9 +31,28 @@ import (
 )
 
 func main() {
+	setGCPercent(os.Getenv)
 	if err := command(context.Background(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+}
+
+// defaultGCPercent replaces Go's GOGC=100 unless GOGC is set. The live heap
+// is small (a few MB: L1, pools, counters) and every request allocates a few
+// KB, so at 100 a hot key triggers dozens of collections a second, about a
+// fifth of the CPU per answer (BENCHMARKS.md, "hot key"). At 400 the heap
+// may grow to five times its live size between collections: tens of MB for
+// a quarter of the collections. GOGC=100 (or GOMEMLIMIT) in the environment
+// restores the trade-off wherever memory is the scarcer resource.
+const defaultGCPercent = 400
+
+// setGCPercent applies defaultGCPercent when the environment leaves GOGC
+// unset. It is the process's setting, so main makes it, not run (which
+// tests call many times in one process).
+func setGCPercent(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 }
 
