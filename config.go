@@ -78,7 +78,7 @@ type config struct {
 	HotKeys              []int64
 	LogLevel             string
 	LogFlush             time.Duration // LOG_FLUSH_INTERVAL: access lines batched this long; 0 = one write per line
-	APIKeys              []string // API_KEYS: bearer keys with write scope, besides the api_keys table
+	APIKeys              []string      // API_KEYS: bearer keys with write scope, besides the api_keys table
 	BodyReadTimeout      time.Duration
 	BodyMinRate          int           // bytes per second; 0 = no minimum
 	AdminToken           string        // ADMIN_TOKEN: required on the admin listener when set
