@@ -26,6 +26,7 @@ import (
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/internal/logbuf"
+	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/redisconn"
 	"github.com/stampede-guard/api/repo"
 )
@@ -73,7 +74,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	go func() { defer close(flushed); lines.Run(flushCtx) }()
 	defer func() { stopFlush(); <-flushed }()
 	log := newLogger(lines.Direct(), cfg.LogLevel)
-	access := newLogger(lines, cfg.LogLevel)
+	access := middleware.NewAccessLog(lines, logLevel(cfg.LogLevel))
 	redisconn.SetLogger(log) // go-redis's logger is one per process
 	if cfg.BreakerOpenOld {
 		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")

@@ -25,7 +25,7 @@ import (
 // order: trace span (when tracing is on) → recovery → request id + access
 // log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
-func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log, access *slog.Logger) (*gin.Engine, error) {
+func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Before anything reads ClientIP: with no trusted proxies (the default)
@@ -200,7 +200,12 @@ func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error 
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: logLevel(level)}))
+}
+
+// logLevel reads LOG_LEVEL (validated by loadConfig).
+func logLevel(level string) slog.Level {
 	var l slog.Level
-	_ = l.UnmarshalText([]byte(level)) // validated by loadConfig
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	_ = l.UnmarshalText([]byte(level))
+	return l
 }

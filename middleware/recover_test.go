@@ -58,9 +58,8 @@ func TestRequestID(t *testing.T) {
 		{"header injection", "a\r\nb", false},
 		{"spaces", "a b", false},
 	}
-	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
 	r := gin.New()
-	r.Use(middleware.RequestLog(log))
+	r.Use(middleware.RequestLog(middleware.NewAccessLog(&bytes.Buffer{}, slog.LevelInfo)))
 	r.GET("/", func(c *gin.Context) { c.String(200, middleware.RequestID(c)) })
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
