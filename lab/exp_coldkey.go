@@ -10,16 +10,28 @@ import (
 // in every cache mode, counting the queries each lets through.
 func (l *Lab) coldKey(ctx context.Context) *Experiment {
 	n, per := l.instances, l.perInstance
+	total := n * per
+	// Every instance's pool must fit the server together, or naive's
+	// queries fail on connecting rather than show what they cost: 10 each
+	// where they fit (5 instances), fewer at 20, with room for the lab.
+	conns := 10
+	free, err := l.pg.ConnectionsFree(ctx)
+	if fit := (free - 10) / n; err == nil && fit < conns {
+		conns = max(1, fit)
+	}
 	x := &Experiment{Name: "cold-key", Title: "one cold hot key, every cache mode",
 		Setup: fmt.Sprintf("%d instances × %d concurrent GET /products/1 on an empty cache, %s on the DB link, L1 off, "+
-			"rate limit off; shedding off and a long acquire timeout (ADMISSION=queue, SHED_MAX_WAITING=100000, DB_MAIN_MAX_CONNS=10, "+
-			"DB_ACQUIRE_TIMEOUT=8s, DB_STATEMENT_TIMEOUT=1s, REQUEST_TIMEOUT=9s) so that only the cache mode decides", n, per, l.delay),
+			"rate limit off; shedding off and a long acquire timeout (ADMISSION=queue, SHED_MAX_WAITING=100000, DB_MAIN_MAX_CONNS=%d "+
+			"(10, or what fits the server's max_connections), DB_ACQUIRE_TIMEOUT=8s, DB_STATEMENT_TIMEOUT=1s, REQUEST_TIMEOUT=9s) "+
+			"so that only the cache mode decides", n, per, l.delay, conns),
 		Expect: "naive: one query per request; singleflight: one per instance; lock, swr, xfetch: 1 query, 0 lock keys left, all " +
 			"answered, p99 ≤ 1.3 × the query time (the link's round trip: a load is one, its statement prepared at connect)",
 		Columns: []string{"mode", "DB queries", "app loads", "ok", "failed", "p50", "p99", "p99 ÷ query", "lock keys left"}}
-	total := n * per
+	if err != nil {
+		return x.fail(err)
+	}
 	for _, mode := range []string{"naive", "singleflight", "lock", "swr", "xfetch"} {
-		env := map[string]string{"CACHE_MODE": mode, "SHED_MAX_WAITING": "100000", "ADMISSION": "queue", "DB_MAIN_MAX_CONNS": "10",
+		env := map[string]string{"CACHE_MODE": mode, "SHED_MAX_WAITING": "100000", "ADMISSION": "queue", "DB_MAIN_MAX_CONNS": itoa(int64(conns)),
 			"DB_ACQUIRE_TIMEOUT": "8s", "DB_STATEMENT_TIMEOUT": "1s", "REQUEST_TIMEOUT": "9s"}
 		r, err := l.row(ctx, x, mode, n, env, false, func(c *Cluster, r *Row) error {
 			l.dbProxy.SetDelay(l.delay)

@@ -98,6 +98,21 @@ func (pg *PG) Backends(ctx context.Context, name string) (int, error) {
 	return n, err
 }
 
+// ConnectionsFree is how many more client sessions the server accepts:
+// max_connections less the superuser reserve and the sessions already open.
+func (pg *PG) ConnectionsFree(ctx context.Context) (int, error) {
+	conn, err := pg.connect(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctx, `SELECT current_setting('max_connections')::int
+		- current_setting('superuser_reserved_connections')::int
+		- (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).Scan(&n)
+	return n, err
+}
+
 // WaitNoBackends waits until nobody is connected to database name: every
 // backend that served it has exited and so has flushed its statistics.
 func (pg *PG) WaitNoBackends(ctx context.Context, name string, timeout time.Duration) error {
