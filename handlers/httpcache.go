@@ -63,18 +63,16 @@ func (h HTTPCache) notFound() string {
 
 func seconds(d time.Duration) int64 { return int64(max(0, d/time.Second)) }
 
-// setValidators sets what a client needs to revalidate a product: its
-// ETag, its Last-Modified, and the Age of the copy we serve, so a downstream
+// validators adds what a client needs to revalidate a product: its ETag,
+// its Last-Modified, and the Age of the copy we serve, so a downstream
 // cache counts its freshness from when PostgreSQL was read, not from now.
-func setValidators(c *gin.Context, etag string, updated time.Time, age time.Duration) {
-	// Spelled as net/http canonicalizes it ("ETag" is rewritten, with an
-	// allocation, on every read), and as it goes on the wire anyway.
-	c.Header("Etag", etag)
+func validators(hs *headers, etag string, updated time.Time, age time.Duration) {
+	hs.add("Etag", etag)
 	if !updated.IsZero() {
-		c.Header("Last-Modified", updated.UTC().Format(http.TimeFormat))
+		hs.add("Last-Modified", updated.UTC().Format(http.TimeFormat))
 	}
 	if s := seconds(age); s > 0 {
-		c.Header("Age", strconv.FormatInt(s, 10))
+		hs.add("Age", strconv.FormatInt(s, 10))
 	}
 }
 

@@ -105,20 +105,23 @@ func (h *Products) get(c *gin.Context) {
 		return
 	}
 	p, f, err := h.store.Get(c.Request.Context(), id)
+	var hs headers
 	switch {
 	case isNotFound(err):
-		setCacheHeaders(c, f)
-		c.Header("Cache-Control", h.ccNotFound)
+		cacheHeaders(&hs, f)
+		hs.add("Cache-Control", h.ccNotFound)
+		hs.set(c)
 		writeError(c, h.log, err)
 		return
 	case err != nil:
 		writeError(c, h.log, err) // stays no-store
 		return
 	}
-	setCacheHeaders(c, f)
-	c.Header("Cache-Control", h.ccFound)
+	cacheHeaders(&hs, f)
+	hs.add("Cache-Control", h.ccFound)
 	body, etag := h.store.JSON(p) // one encoding for the tag and the body
-	setValidators(c, etag, p.UpdatedAt, f.Age)
+	validators(&hs, etag, p.UpdatedAt, f.Age)
+	hs.set(c)
 	// Answered from L1 or Redis like any read: a revalidation costs no query.
 	if notModified(c.Request, etag, p.UpdatedAt) {
 		c.Status(http.StatusNotModified)
@@ -127,20 +130,20 @@ func (h *Products) get(c *gin.Context) {
 	c.Data(http.StatusOK, jsonType, body)
 }
 
-// setCacheHeaders reports the cache's answer in X-Cache and in the standard
+// cacheHeaders reports the cache's answer in X-Cache and in the standard
 // Cache-Status header (RFC 9211).
-func setCacheHeaders(c *gin.Context, f repo.Freshness) {
-	c.Header("X-Cache", f.Status.String())
+func cacheHeaders(hs *headers, f repo.Freshness) {
+	hs.add("X-Cache", f.Status.String())
 	ttl := int64(math.Round(f.TTL.Seconds()))
 	// Concatenation, not fmt: this runs on every product read.
 	switch {
 	case f.Hit():
-		c.Header("Cache-Status", "stampede-guard; hit; ttl="+strconv.FormatInt(ttl, 10))
+		hs.add("Cache-Status", "stampede-guard; hit; ttl="+strconv.FormatInt(ttl, 10))
 	case f.Stale():
 		// A negative ttl is how RFC 9211 says "served stale".
-		c.Header("Cache-Status", "stampede-guard; hit; ttl="+strconv.FormatInt(min(ttl, -1), 10)+"; detail=revalidating")
+		hs.add("Cache-Status", "stampede-guard; hit; ttl="+strconv.FormatInt(min(ttl, -1), 10)+"; detail=revalidating")
 	default:
-		c.Header("Cache-Status", "stampede-guard; fwd=miss; stored; ttl="+strconv.FormatInt(ttl, 10))
+		hs.add("Cache-Status", "stampede-guard; fwd=miss; stored; ttl="+strconv.FormatInt(ttl, 10))
 	}
 }
 
@@ -215,6 +218,6 @@ const jsonType = "application/json; charset=utf-8"
 // writeProduct answers with p and its ETag, both from one encoding.
 func writeProduct(c *gin.Context, status int, p repo.Product) {
 	body, etag := p.JSON()
-	c.Header("Etag", etag) // canonical spelling: see setValidators
+	c.Header("Etag", etag) // canonical spelling: see headers
 	c.Data(status, jsonType, body)
 }

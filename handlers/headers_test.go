@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/repo"
+)
+
+// answerProducts answers Get with a fixed product and freshness.
+type answerProducts struct {
+	fakeProducts
+	f   repo.Freshness
+	err error
+}
+
+func (a answerProducts) Get(context.Context, int64) (repo.Product, repo.Freshness, error) {
+	return repo.Product{ID: 1, Name: "p", PriceCents: 5, UpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, a.f, a.err
+}
+
+// TestProductHeaders: the headers a product read sets in one go land under
+// net/http's canonical keys (so Header.Get finds them and no second
+// spelling goes on the wire) with the values each kind of answer needs.
+func TestProductHeaders(t *testing.T) {
+	tests := []struct {
+		name  string
+		store answerProducts
+		want  map[string]string // "" = absent
+	}{
+		{"hit with age", answerProducts{f: repo.Freshness{Status: cache.Hit, TTL: 20 * time.Second, Age: 10 * time.Second}}, map[string]string{
+			"X-Cache": "HIT", "Cache-Status": "stampede-guard; hit; ttl=20", "Cache-Control": "no-store",
+			"Etag": "*", "Last-Modified": "Fri, 02 Jan 2026 03:04:05 GMT", "Age": "10"}},
+		{"stale", answerProducts{f: repo.Freshness{Status: cache.Stale, TTL: -3 * time.Second}}, map[string]string{
+			"X-Cache": "STALE", "Cache-Status": "stampede-guard; hit; ttl=-3; detail=revalidating", "Age": ""}},
+		{"miss", answerProducts{f: repo.Freshness{Status: cache.Miss, TTL: 30 * time.Second}}, map[string]string{
+			"X-Cache": "MISS", "Cache-Status": "stampede-guard; fwd=miss; stored; ttl=30"}},
+		{"not found", answerProducts{f: repo.Freshness{Status: cache.Hit, TTL: 5 * time.Second}, err: repo.ErrNotFound}, map[string]string{
+			"X-Cache": "HIT", "Cache-Control": "no-store", "Etag": "", "Last-Modified": ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, tt.store, httptest.NewRequest(http.MethodGet, "/products/1", nil))
+			for key := range rec.Header() {
+				if c := textproto.CanonicalMIMEHeaderKey(key); c != key {
+					t.Errorf("header %q set under a non-canonical key (want %q)", key, c)
+				}
+			}
+			for key, want := range tt.want {
+				got := rec.Header().Get(key)
+				switch {
+				case want == "*" && got == "", want != "*" && got != want:
+					t.Errorf("%s: %q, want %q", key, got, want)
+				}
+				if n := len(rec.Header()[key]); n > 1 {
+					t.Errorf("%s: %d values, want one", key, n)
+				}
+			}
+		})
+	}
+}
