@@ -63,7 +63,7 @@ type keyCount struct {
 type requestTally struct {
 	requests atomic.Int64
 	mu       sync.Mutex
-	cur, old map[string]int64
+	cur, old map[string]int64 // reads by product id
 	since    time.Time
 }
 
@@ -80,7 +80,7 @@ func (h *requestTally) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h.requests.Add(1)
 		if c.FullPath() == "/products/:id" && (c.Request.Method == "GET" || c.Request.Method == "HEAD") {
-			h.add("product " + c.Param("id"))
+			h.add(c.Param("id")) // "product " is added when read: no string built per request
 		}
 		c.Next()
 	}
@@ -109,11 +109,11 @@ func (h *requestTally) top(n int) []keyCount {
 	h.mu.Lock()
 	h.rotate(time.Now())
 	sum := make(map[string]int64, len(h.cur)+len(h.old))
-	for k, v := range h.old {
-		sum[k] += v
+	for id, v := range h.old {
+		sum["product "+id] += v
 	}
-	for k, v := range h.cur {
-		sum[k] += v
+	for id, v := range h.cur {
+		sum["product "+id] += v
 	}
 	h.mu.Unlock()
 	return topN(sum, n)
