@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
@@ -72,9 +73,12 @@ type Cache struct {
 	mu        sync.Mutex // guards closed, so wg.Add never races wg.Wait
 	closed    bool
 	wg        sync.WaitGroup
-	refreshes chan struct{}   // semaphore of background refreshes
-	direct    chan struct{}   // semaphore of loads made without the lock tier
-	fills     fills           // this instance's waiters, woken by fill signals
+	refreshes chan struct{} // semaphore of background refreshes
+	direct    chan struct{} // semaphore of loads made without the lock tier
+	fills     fills         // this instance's waiters, woken by fill signals
+	// elsewhere holds the keys whose refresh lock another instance held
+	// when this one tried, with when to try again (Config.RefreshRetry).
+	elsewhere *lru.Cache[string, time.Time]
 	outage    outageLog       // rate limit of the per-request outage warnings
 	corrupt   sync.Map        // keys whose corrupt value was already logged
 	static    map[string]bool // Config.Static, namespaced; read-only after New
@@ -97,6 +101,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		refreshes: make(chan struct{}, cfg.MaxRefreshes),
 		direct:    make(chan struct{}, cfg.MaxDirectLoads),
 		static:    make(map[string]bool, len(cfg.Static)),
+		elsewhere: newElsewhere(),
 		tracer:    newTracer(cfg.TracerProvider),
 	}
 	for _, k := range cfg.Static {

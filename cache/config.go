@@ -148,6 +148,12 @@ type Config struct {
 	TrackPrefixes []string
 	// MaxRefreshes caps concurrent background refreshes; default 64.
 	MaxRefreshes int
+	// RefreshRetry is how long an instance leaves a stale key's refresh
+	// alone after finding its lock held: another instance is loading it,
+	// and that load's fill evicts the stale copy everywhere. Without it
+	// every stale read during the refresh would try the lock again, a Redis
+	// round trip each. Default 20 milliseconds (a lock waiter's first poll).
+	RefreshRetry time.Duration
 	// MaxDirectLoads caps this instance's concurrent loads while the Redis
 	// lock tier is unusable, so a Redis outage is not a database herd;
 	// default 8.
@@ -189,6 +195,7 @@ func (c Config) withDefaults() Config {
 	def(&c.LockTTL, 5*time.Second)
 	def(&c.LockWait, 2*time.Second)
 	def(&c.LoadTimeout, c.LockTTL)
+	def(&c.RefreshRetry, pollStart)
 	def(&c.StaticTTL, 24*time.Hour)
 	if c.OutageTTL == 0 {
 		c.OutageTTL = 30 * time.Second

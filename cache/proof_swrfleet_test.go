@@ -93,3 +93,65 @@ func TestSWROneRefresherAcrossInstances(t *testing.T) {
 	}
 	t.Logf("loads per instance: %v", fmt.Sprint(per))
 }
+
+// TestSWRStaleReadsLeaveARefreshElsewhereAlone: while one instance
+// refreshes a stale key, the other instances' stale reads do not each ask
+// Redis for its lock again: one refused attempt marks the key as refreshed
+// elsewhere for RefreshRetry (an hour here, so any retry is a failure).
+// The reads come in waves, each after the last one's attempts are done.
+func TestSWRStaleReadsLeaveARefreshElsewhereAlone(t *testing.T) {
+	t.Parallel()
+	const (
+		instances = 5
+		waves     = 4
+		perWave   = 50
+		softTTL   = 300 * time.Millisecond
+	)
+	ctx := context.Background()
+	cfg := cache.Config{Mode: cache.ModeSWR, SoftTTL: softTTL, LockWait: 2 * time.Second, RefreshRetry: time.Hour}
+	fleet := make([]*cache.Cache, instances)
+	for i := range fleet {
+		fleet[i] = newCache(t, dbtest.NewRedis(t, redisDB), cfg)
+	}
+	key := newPrefix() + "{swr:elsewhere}"
+	var populate, loads atomic.Int64
+	if _, err := fleet[0].Fetch(ctx, key, slowLoad(&populate, 0, "old")); err != nil {
+		t.Fatalf("populate: %v", err)
+	}
+	time.Sleep(softTTL + 50*time.Millisecond)
+
+	gate := make(chan struct{})
+	defer close(gate)
+	// Instance 0 starts the one refresh, held until the test ends.
+	if r, err := fleet[0].Fetch(ctx, key, dbtest.HeldLoad(&loads, gate, "new")); err != nil || r.Status != cache.Stale {
+		t.Fatalf("first stale read: %s %v, want STALE", r.Status, err)
+	}
+	if !dbtest.Eventually(5*time.Second, func() bool { return loads.Load() == 1 }) {
+		t.Fatal("the refresh never started")
+	}
+	for range waves {
+		var wg sync.WaitGroup
+		for n := range perWave {
+			wg.Go(func() {
+				c := fleet[1+n%(instances-1)]
+				if r, err := c.Fetch(ctx, key, dbtest.HeldLoad(&loads, gate, "new")); err != nil || r.Status != cache.Stale {
+					t.Errorf("stale read: %s %v, want STALE", r.Status, err)
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(50 * time.Millisecond) // the wave's refresh attempts end (a bound below holds whatever their timing)
+	}
+	var contended int64
+	for _, c := range fleet {
+		contended += c.Stats().LockContended
+	}
+	// One refused attempt per other instance; a read racing the end of its
+	// instance's attempt may make a second.
+	if max := int64(2 * (instances - 1)); contended > max {
+		t.Errorf("lock attempts refused across the fleet: %d for %d stale reads, want ≤ %d", contended, waves*perWave, max)
+	}
+	if got := loads.Load(); got != 1 {
+		t.Errorf("loads: %d, want the one refresh", got)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // refresh reloads key in the background while callers keep getting the
@@ -15,6 +17,9 @@ import (
 // goroutine is owned by the Cache: bounded by LoadTimeout, capped by
 // MaxRefreshes, and cancelled by Close.
 func (c *Cache) refresh(ctx context.Context, key string, seen Entry, load LoadFunc) {
+	if until, ok := c.elsewhere.Peek(key); ok && c.now().Before(until) {
+		return // another instance holds its lock: it is refreshing it
+	}
 	// DoChan's result channel is buffered, so dropping it leaks nothing.
 	c.group.DoChan("refresh\x00"+key, func() (any, error) {
 		select {
@@ -36,7 +41,10 @@ func (c *Cache) refresh(ctx context.Context, key string, seen Entry, load LoadFu
 func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load LoadFunc) {
 	lock, err := c.obtain(ctx, key)
 	if errors.Is(err, ErrNotObtained) {
-		return // someone else is already loading it
+		// Someone else is already loading it: leave it to them for a
+		// while rather than ask Redis again on the next stale read.
+		c.elsewhere.Add(key, c.now().Add(c.cfg.RefreshRetry))
+		return
 	}
 	if err != nil {
 		c.log.Warn("cache: refresh lock failed", "key", key, "err", err)
@@ -60,6 +68,14 @@ func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load Lo
 	if _, err := c.storeLoaded(ctx, key, lock, load); err != nil {
 		c.log.Warn("cache: background refresh failed", "key", key, "err", err)
 	}
+}
+
+// newElsewhere bounds the keys remembered as refreshed elsewhere: they are
+// the few hot keys stale at one moment, and one forgotten early costs only
+// one more lock attempt.
+func newElsewhere() *lru.Cache[string, time.Time] {
+	l, _ := lru.New[string, time.Time](1024) // errors only for a size ≤ 0
+	return l
 }
 
 // xfetchEarly is XFetch (Vattani et al., "Optimal Probabilistic Cache
