@@ -3,6 +3,7 @@ package middleware
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -12,15 +13,45 @@ import (
 // Metrics observes every request's latency by route template (never the raw
 // path: ids would make the label set unbounded), method and status.
 func Metrics(h *prometheus.HistogramVec) gin.HandlerFunc {
+	s := &series{vec: h, m: map[seriesKey]prometheus.Observer{}}
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := c.FullPath()
-		if route == "" {
-			route = "unmatched"
-		}
-		h.WithLabelValues(route, method(c.Request.Method), strconv.Itoa(c.Writer.Status())).Observe(time.Since(start).Seconds())
+		s.observer(c.FullPath(), method(c.Request.Method), c.Writer.Status()).Observe(time.Since(start).Seconds())
 	}
+}
+
+// series keeps each label set's Observer, as client_golang advises for hot
+// paths: WithLabelValues hashes and compares the three values (and the
+// status is formatted) on every request. The label sets are bounded:
+// route templates × method (bounded by method) × status.
+type series struct {
+	vec *prometheus.HistogramVec
+	mu  sync.RWMutex // guards m
+	m   map[seriesKey]prometheus.Observer
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+func (s *series) observer(route, method string, status int) prometheus.Observer {
+	k := seriesKey{route, method, status}
+	s.mu.RLock()
+	o, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return o
+	}
+	if route == "" {
+		route = "unmatched"
+	}
+	o = s.vec.WithLabelValues(route, method, strconv.Itoa(status))
+	s.mu.Lock()
+	s.m[k] = o
+	s.mu.Unlock()
+	return o
 }
 
 // method bounds the label: any token is a valid HTTP method, so a client

@@ -33,19 +33,22 @@ func TestMetricsLabelsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	seen := map[string]uint64{} // series → requests observed
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
 			var key []string
 			for _, l := range m.GetLabel() {
 				key = append(key, l.GetValue())
 			}
-			seen[strings.Join(key, " ")] = true
+			seen[strings.Join(key, " ")] = m.GetHistogram().GetSampleCount()
 		}
+	}
+	if got := seen["GET /products/:id 200"]; got != 2 {
+		t.Errorf("GET /products/:id 200 observed %d times, want 2", got)
 	}
 	// Labels come sorted by name: method, route, status.
 	for _, want := range []string{"GET /products/:id 200", "other unmatched 404"} {
-		if !seen[want] {
+		if seen[want] == 0 {
 			t.Errorf("series %q missing; got %v", want, seen)
 		}
 	}
