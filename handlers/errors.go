@@ -36,7 +36,7 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	switch {
 	case errors.As(err, &re):
 		if re.cause != nil {
-			log.Info("bad request", "path", c.FullPath(), "request_id", c.GetString("request_id"), "err", re.cause)
+			log.Info("bad request", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", re.cause)
 		}
 		abort(c, re.status, re.msg)
 	case errors.Is(err, repo.ErrInvalid):

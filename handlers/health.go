@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/middleware"
 )
 
 // Check is one dependency probe: its name and how to ping it.
@@ -77,6 +79,7 @@ func (h *Health) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.timeout)
 	defer cancel()
 	results := make(map[string]string, len(h.checks))
+	id := middleware.RequestID(c) // read here: the checks run beside the response's header map
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	degraded := false
@@ -86,7 +89,7 @@ func (h *Health) readyz(c *gin.Context) {
 			if err := chk.Ping(ctx); err != nil {
 				state = describe(err)
 				h.log.Warn("readiness: dependency check failed", "check", chk.Name, "state", state, "err", err,
-					"request_id", c.GetString("request_id"))
+					"request_id", id)
 			}
 			mu.Lock()
 			defer mu.Unlock()
