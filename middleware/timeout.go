@@ -31,12 +31,18 @@ func Timeout(d time.Duration) gin.HandlerFunc {
 // Deadline and Value answer without it; Done, Err, context.Cause (which
 // asks Err first) or a context derived from this one (which asks Done)
 // make it. Until then a request pays for no timer.
+//
+// Made late, it still answers as one made at the start would, with one
+// exception: when the client left before the deadline and nothing asked
+// until after it, Err says DeadlineExceeded rather than Canceled (both
+// happened; which came first was never recorded).
 type deadline struct {
-	parent   context.Context
-	at       time.Time
-	mu       sync.Mutex                   // serializes making armed, and released
-	armed    atomic.Pointer[armedContext] // nil until first use
-	released bool                         // the request ended: a later arm is cancelled at once
+	parent     context.Context
+	at         time.Time
+	mu         sync.Mutex                   // serializes making armed; guards released, endedEarly
+	armed      atomic.Pointer[armedContext] // nil until first use
+	released   bool                         // the request has ended
+	endedEarly bool                         // ... before its deadline
 }
 
 type armedContext struct {
@@ -58,12 +64,21 @@ func (d *deadline) arm() context.Context {
 	if a := d.armed.Load(); a != nil {
 		return a.ctx
 	}
-	ctx, cancel := context.WithDeadline(d.parent, d.at)
-	if d.released {
-		cancel() // used after its request: what WithDeadline's cancel leaves
+	var a armedContext
+	switch {
+	case d.released && d.endedEarly:
+		// Used after its request ended: what WithDeadline's cancel leaves.
+		a.ctx, a.cancel = context.WithCancel(d.parent)
+		a.cancel()
+	case !time.Now().Before(d.at):
+		// The deadline came first (a parent cancelled since must not
+		// rewrite that); the parent's values stay.
+		a.ctx, a.cancel = context.WithDeadline(context.WithoutCancel(d.parent), d.at)
+	default:
+		a.ctx, a.cancel = context.WithDeadline(d.parent, d.at)
 	}
-	d.armed.Store(&armedContext{ctx, cancel})
-	return ctx
+	d.armed.Store(&a)
+	return a.ctx
 }
 
 // release ends the context when the request ends, as the cancel of
@@ -74,13 +89,14 @@ func (d *deadline) release() {
 	d.released = true
 	if a := d.armed.Load(); a != nil {
 		a.cancel()
+		return
 	}
+	d.endedEarly = time.Now().Before(d.at)
 }
 
+// Deadline is the earlier of the parent's deadline and at, whichever
+// context arm made.
 func (d *deadline) Deadline() (time.Time, bool) {
-	if a := d.armed.Load(); a != nil {
-		return a.ctx.Deadline()
-	}
 	if t, ok := d.parent.Deadline(); ok && t.Before(d.at) {
 		return t, true
 	}

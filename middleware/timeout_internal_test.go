@@ -14,18 +14,21 @@ type ctxKey struct{}
 // whatever order, the lazy deadline answers as context.WithDeadline would.
 func TestDeadlineBehavesAsWithDeadline(t *testing.T) {
 	tests := []struct {
-		name      string
-		in        time.Duration // deadline from now
-		cancel    bool          // the parent (the client's connection) ends
-		release   bool          // the request has ended
-		wait      time.Duration // before asking
-		wantErr   error
-		wantCause error
+		name       string
+		in         time.Duration // deadline from now
+		cancel     bool          // the parent (the client's connection) ends
+		release    bool          // the request has ended
+		wait       time.Duration // before asking
+		cancelLate bool          // the parent ends after the wait
+		wantErr    error
+		wantCause  error
 	}{
-		{"alive", time.Hour, false, false, 0, nil, nil},
-		{"deadline passed", 20 * time.Millisecond, false, false, 40 * time.Millisecond, context.DeadlineExceeded, context.DeadlineExceeded},
-		{"client gone", time.Hour, true, false, 0, context.Canceled, context.Canceled},
-		{"request ended", time.Hour, false, true, 0, context.Canceled, context.Canceled},
+		{"alive", time.Hour, false, false, 0, false, nil, nil},
+		{"deadline passed", 20 * time.Millisecond, false, false, 40 * time.Millisecond, false, context.DeadlineExceeded, context.DeadlineExceeded},
+		{"client gone", time.Hour, true, false, 0, false, context.Canceled, context.Canceled},
+		{"request ended", time.Hour, false, true, 0, false, context.Canceled, context.Canceled},
+		{"request ended, asked after its deadline", 20 * time.Millisecond, false, true, 40 * time.Millisecond, false, context.Canceled, context.Canceled},
+		{"deadline passed, then the client left", 20 * time.Millisecond, false, false, 40 * time.Millisecond, true, context.DeadlineExceeded, context.DeadlineExceeded},
 	}
 	asks := []struct {
 		name string
@@ -60,6 +63,9 @@ func TestDeadlineBehavesAsWithDeadline(t *testing.T) {
 					d.release()
 				}
 				time.Sleep(tt.wait)
+				if tt.cancelLate {
+					cancel()
+				}
 				if err, cause := a.ask(d); !errors.Is(err, tt.wantErr) || !errors.Is(cause, tt.wantCause) {
 					t.Errorf("Err %v, Cause %v; want %v, %v", err, cause, tt.wantErr, tt.wantCause)
 				}
@@ -87,6 +93,12 @@ func TestDeadlineArmsOnlyWhenWaitedOn(t *testing.T) {
 	_ = d.Done()
 	if d.armed.Load() == nil {
 		t.Fatal("not armed by Done")
+	}
+	ended := newDeadline(context.Background(), at)
+	ended.release()
+	_ = ended.Err()
+	if got, ok := ended.Deadline(); !ok || !got.Equal(at) {
+		t.Errorf("after the request: Deadline %v %v, want %v true", got, ok, at)
 	}
 }
 
