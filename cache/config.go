@@ -152,7 +152,8 @@ type Config struct {
 	// alone after finding its lock held: another instance is loading it,
 	// and that load's fill evicts the stale copy everywhere. Without it
 	// every stale read during the refresh would try the lock again, a Redis
-	// round trip each. Default 20 milliseconds (a lock waiter's first poll).
+	// round trip each. Default 20 milliseconds (a lock waiter's first poll);
+	// at most LockTTL.
 	RefreshRetry time.Duration
 	// MaxDirectLoads caps this instance's concurrent loads while the Redis
 	// lock tier is unusable, so a Redis outage is not a database herd;
@@ -196,6 +197,9 @@ func (c Config) withDefaults() Config {
 	def(&c.LockWait, 2*time.Second)
 	def(&c.LoadTimeout, c.LockTTL)
 	def(&c.RefreshRetry, pollStart)
+	// Never longer than a lock lives: a holder that died must not keep
+	// the others from refreshing after its lock expired.
+	c.RefreshRetry = min(c.RefreshRetry, c.LockTTL)
 	def(&c.StaticTTL, 24*time.Hour)
 	if c.OutageTTL == 0 {
 		c.OutageTTL = 30 * time.Second

@@ -97,7 +97,8 @@ func TestSWROneRefresherAcrossInstances(t *testing.T) {
 // TestSWRStaleReadsLeaveARefreshElsewhereAlone: while one instance
 // refreshes a stale key, the other instances' stale reads do not each ask
 // Redis for its lock again: one refused attempt marks the key as refreshed
-// elsewhere for RefreshRetry (an hour here, so any retry is a failure).
+// elsewhere for RefreshRetry (here as long as it may be, LockTTL: 5 s,
+// longer than the test, so any retry is a failure).
 // The reads come in waves, each after the last one's attempts are done.
 func TestSWRStaleReadsLeaveARefreshElsewhereAlone(t *testing.T) {
 	t.Parallel()
@@ -108,7 +109,7 @@ func TestSWRStaleReadsLeaveARefreshElsewhereAlone(t *testing.T) {
 		softTTL   = 300 * time.Millisecond
 	)
 	ctx := context.Background()
-	cfg := cache.Config{Mode: cache.ModeSWR, SoftTTL: softTTL, LockWait: 2 * time.Second, RefreshRetry: time.Hour}
+	cfg := cache.Config{Mode: cache.ModeSWR, SoftTTL: softTTL, LockWait: 2 * time.Second, LockTTL: 5 * time.Second, RefreshRetry: 5 * time.Second}
 	fleet := make([]*cache.Cache, instances)
 	for i := range fleet {
 		fleet[i] = newCache(t, dbtest.NewRedis(t, redisDB), cfg)
