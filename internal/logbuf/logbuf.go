@@ -37,8 +37,8 @@ func New(out io.Writer, every time.Duration) *Writer {
 }
 
 // Write batches p, a whole line (slog writes one line per call). It never
-// fails: a failure of out is reported by the next Flush, and logging must
-// not fail a request.
+// fails, since logging must not fail a request: a batch that out refuses is
+// dropped, as a refused line was when each was written alone.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -83,8 +83,9 @@ func (w *Writer) flushLocked() error {
 	return err
 }
 
-// Run flushes every interval until ctx ends, then once more, so a clean
-// shutdown loses nothing. It returns at once when batching is off.
+// Run flushes every interval until ctx ends, then once more, and from then
+// on writes every line at once: a handler still running after a shutdown
+// timed out loses no line either. It returns at once when batching is off.
 func (w *Writer) Run(ctx context.Context) {
 	if w.every == 0 {
 		return
@@ -94,7 +95,10 @@ func (w *Writer) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			_ = w.Flush()
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			_ = w.flushLocked()
+			w.every = 0
 			return
 		case <-t.C:
 			_ = w.Flush()

@@ -105,4 +105,10 @@ func TestRunFlushesAtTheEnd(t *testing.T) {
 	if got := strings.Join(out.all(), ""); got != "last\n" {
 		t.Errorf("after Run returned out holds %q, want the batched line", got)
 	}
+	// A line after the last flush (a handler outliving the shutdown) is
+	// written at once, not batched for a flush that never comes.
+	w.Write([]byte("late\n"))
+	if got := strings.Join(out.all(), ""); got != "last\nlate\n" {
+		t.Errorf("a line written after Run returned: out holds %q, want it written at once", got)
+	}
 }
