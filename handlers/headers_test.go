@@ -2,11 +2,14 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
 	"testing"
 	"time"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/repo"
@@ -61,5 +64,21 @@ func TestProductHeaders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeadersPastTheArray: a header added past the fixed array is set too.
+func TestHeadersPastTheArray(t *testing.T) {
+	rec := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(rec)
+	var hs headers
+	for i := range maxHeaders + 2 {
+		hs.add(fmt.Sprintf("X-H%d", i), fmt.Sprint(i))
+	}
+	hs.set(c)
+	for i := range maxHeaders + 2 {
+		if got := rec.Header().Get(fmt.Sprintf("X-H%d", i)); got != fmt.Sprint(i) {
+			t.Errorf("X-H%d: %q, want %q", i, got, fmt.Sprint(i))
+		}
 	}
 }

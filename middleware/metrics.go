@@ -24,7 +24,7 @@ func Metrics(h *prometheus.HistogramVec) gin.HandlerFunc {
 // series keeps each label set's Observer, as client_golang advises for hot
 // paths: WithLabelValues hashes and compares the three values (and the
 // status is formatted) on every request. The label sets are bounded:
-// route templates × method (bounded by method) × status.
+// route templates × the methods method lets through × status codes.
 type series struct {
 	vec *prometheus.HistogramVec
 	mu  sync.RWMutex // guards m

@@ -37,7 +37,9 @@ const verifiedSize = 4096
 // on every read; comparing them (a memcmp of ~100 bytes) instead of
 // strictly decoding them again is most of what a cached read costs in this
 // package. Anything that differs by one byte is verified afresh, so the
-// guarantee is unchanged: nothing is served that did not pass verify.
+// guarantee is unchanged: nothing is served that did not pass verify. It
+// also keeps that product's answer encoded (encoded), so a hot key is
+// encoded once per payload, not once per read.
 type verified struct {
 	last *lru.Cache[int64, verifiedPayload]
 }
