@@ -35,7 +35,8 @@ func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, 
 	}
 	// Only X-Forwarded-For, as documented: gin would also believe
 	// X-Real-IP, which a proxy that only appends X-Forwarded-For passes on
-	// from the client untouched.
+	// from the client untouched. (middleware's clientIP skips gin's
+	// parsing when this header is absent: keep the two in step.)
 	engine.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	if trace != nil { // the request's span encloses everything after it
 		engine.Use(trace)

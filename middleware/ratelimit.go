@@ -35,7 +35,7 @@ func RateLimitPer(perIP, perKey *limiter.Limiter, log *slog.Logger, onLimited fu
 		if id := KeyID(c); id != "" && perKey != nil {
 			l, bucket = perKey, "key:"+id
 		} else if l != nil {
-			bucket = ClientKey(c.ClientIP())
+			bucket = ClientKey(clientIP(c))
 		}
 		if l == nil {
 			c.Next()

@@ -52,7 +52,7 @@ func RequestLog(log *AccessLog) gin.HandlerFunc {
 			status:     c.Writer.Status(),
 			durationMs: float64(time.Since(start).Microseconds()) / 1000,
 			cache:      c.Writer.Header().Get("X-Cache"),
-			clientIP:   c.ClientIP(),
+			clientIP:   clientIP(c),
 		})
 	}
 }
