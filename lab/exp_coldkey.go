@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -11,13 +12,18 @@ import (
 func (l *Lab) coldKey(ctx context.Context) *Experiment {
 	n, per := l.instances, l.perInstance
 	total := n * per
-	// Every instance's pool must fit the server together, or naive's
+	// Every instance's pools must fit the server together, or naive's
 	// queries fail on connecting rather than show what they cost: 10 each
-	// where they fit (5 instances), fewer at 20, with room for the lab.
+	// where they fit (5 instances), fewer at 20, with room for the lab and
+	// each instance's reports pool (opened, and pinged, at start).
 	conns := 10
 	free, err := l.pg.ConnectionsFree(ctx)
-	if fit := (free - 10) / n; err == nil && fit < conns {
-		conns = max(1, fit)
+	reports, _ := strconv.Atoi(baseEnv["DB_REPORTS_MAX_CONNS"])
+	if fit := (free - 10 - n*reports) / n; err == nil && fit < conns {
+		conns = fit
+		if fit < 1 {
+			err = fmt.Errorf("%d instances do not fit the server's %d free connections", n, free)
+		}
 	}
 	x := &Experiment{Name: "cold-key", Title: "one cold hot key, every cache mode",
 		Setup: fmt.Sprintf("%d instances × %d concurrent GET /products/1 on an empty cache, %s on the DB link, L1 off, "+
