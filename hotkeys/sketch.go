@@ -19,7 +19,8 @@ type sketch struct {
 }
 
 func newSketch(width, depth int) *sketch {
-	s := &sketch{width: uint64(width), seeds: make([]maphash.Seed, depth), counts: make([][]uint32, depth), idx: make([]uint64, depth)}
+	w := uint64(width) // #nosec G115 -- width > 0: Config defaults it to 4096
+	s := &sketch{width: w, seeds: make([]maphash.Seed, depth), counts: make([][]uint32, depth), idx: make([]uint64, depth)}
 	for i := range depth {
 		s.seeds[i] = maphash.MakeSeed()
 		s.counts[i] = make([]uint32, width)
