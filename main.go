@@ -69,10 +69,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// batched (LOG_FLUSH_INTERVAL), everything else written at once after
 	// it. Deferred first, so its last flush runs after everything else.
 	lines := logbuf.New(stdout, cfg.LogFlush)
-	flushCtx, stopFlush := context.WithCancel(context.Background())
-	flushed := make(chan struct{})
-	go func() { defer close(flushed); lines.Run(flushCtx) }()
-	defer func() { stopFlush(); <-flushed }()
+	defer lines.Start()()
 	log := newLogger(lines.Direct(), cfg.LogLevel)
 	access := middleware.NewAccessLog(lines, logLevel(cfg.LogLevel))
 	redisconn.SetLogger(log) // go-redis's logger is one per process

@@ -35,7 +35,9 @@ const (
 const tracerName = "github.com/stampede-guard/api/cache"
 
 // newTracer returns tp's tracer, or a no-op one when tp is nil (the
-// default: tracing costs nothing unless the application turns it on).
+// default). A no-op span still costs its attributes and a context: Fetch,
+// the one span on every read, is skipped outright when tp is nil; the
+// others sit on the miss path.
 func newTracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
 		tp = noop.NewTracerProvider()

@@ -30,8 +30,8 @@ type Writer struct {
 }
 
 // New returns a Writer that batches lines for every before writing them to
-// out; every == 0 writes each line at once. Run must be running for batched
-// lines to be written before the batch fills.
+// out; every == 0 writes each line at once. Run (or Start) must be running
+// for batched lines to be written before the batch fills.
 func New(out io.Writer, every time.Duration) *Writer {
 	return &Writer{out: out, every: every}
 }
@@ -81,6 +81,15 @@ func (w *Writer) flushLocked() error {
 	_, err := w.out.Write(w.buf)
 	w.buf = w.buf[:0]
 	return err
+}
+
+// Start runs Run in a goroutine of its own until the returned stop is
+// called; stop returns after the last flush.
+func (w *Writer) Start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	return func() { cancel(); <-done }
 }
 
 // Run flushes every interval until ctx ends, then once more, and from then

@@ -1,7 +1,6 @@
 package logbuf_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/stampede-guard/api/db/dbtest"
 	"github.com/stampede-guard/api/internal/logbuf"
 )
 
@@ -78,16 +78,9 @@ func TestBatching(t *testing.T) {
 func TestRunFlushes(t *testing.T) {
 	var out sink
 	w := logbuf.New(&out, time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer w.Start()()
 	w.Write([]byte("line\n"))
-	for deadline := time.Now().Add(10 * time.Second); len(out.all()) == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a batched line was never written while Run ran")
-		}
-	}
+	dbtest.WaitFor(t, "a batched line written while Run runs", func() bool { return len(out.all()) > 0 })
 }
 
 // TestRunFlushesAtTheEnd: when Run's context ends it writes what is
@@ -96,12 +89,9 @@ func TestRunFlushes(t *testing.T) {
 func TestRunFlushesAtTheEnd(t *testing.T) {
 	var out sink
 	w := logbuf.New(&out, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
+	stop := w.Start()
 	w.Write([]byte("last\n"))
-	cancel()
-	<-done
+	stop()
 	if got := strings.Join(out.all(), ""); got != "last\n" {
 		t.Errorf("after Run returned out holds %q, want the batched line", got)
 	}
