@@ -17,8 +17,8 @@ type headers struct {
 }
 
 // maxHeaders is the most a product answer sets today: X-Cache,
-// Cache-Status, Cache-Control, Etag, Last-Modified, Age.
-const maxHeaders = 6
+// Cache-Status, Cache-Control, Etag, Last-Modified, Age, Content-Type.
+const maxHeaders = 7
 
 func (hs *headers) add(key, value string) {
 	if hs.n == maxHeaders {

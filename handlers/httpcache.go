@@ -66,10 +66,10 @@ func seconds(d time.Duration) int64 { return int64(max(0, d/time.Second)) }
 // validators adds what a client needs to revalidate a product: its ETag,
 // its Last-Modified, and the Age of the copy we serve, so a downstream
 // cache counts its freshness from when PostgreSQL was read, not from now.
-func validators(hs *headers, etag string, updated time.Time, age time.Duration) {
+func validators(hs *headers, etag, lastModified string, age time.Duration) {
 	hs.add("Etag", etag)
-	if !updated.IsZero() {
-		hs.add("Last-Modified", updated.UTC().Format(http.TimeFormat))
+	if lastModified != "" {
+		hs.add("Last-Modified", lastModified)
 	}
 	if s := seconds(age); s > 0 {
 		hs.add("Age", strconv.FormatInt(s, 10))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -33,6 +34,7 @@ type Products struct {
 	// The Cache-Control of a found and of an absent product, built once
 	// from the HTTPCache policy.
 	ccFound, ccNotFound string
+	dates               httpDates // Last-Modified values, formatted once
 	log                 *slog.Logger
 }
 
@@ -120,14 +122,30 @@ func (h *Products) get(c *gin.Context) {
 	cacheHeaders(&hs, f)
 	hs.add("Cache-Control", h.ccFound)
 	body, etag := h.store.JSON(p) // one encoding for the tag and the body
-	validators(&hs, etag, p.UpdatedAt, f.Age)
-	hs.set(c)
+	validators(&hs, etag, h.lastModified(p.UpdatedAt), f.Age)
 	// Answered from L1 or Redis like any read: a revalidation costs no query.
 	if notModified(c.Request, etag, p.UpdatedAt) {
+		hs.set(c)
 		c.Status(http.StatusNotModified)
 		return
 	}
-	c.Data(http.StatusOK, jsonType, body)
+	// Not c.Data: it also sets Content-Length, a ninth header, and a Go map
+	// holds eight before it grows into a table (twice: net/http clones the
+	// header map at WriteHeader). net/http writes Content-Length itself for
+	// a body written whole, as here.
+	hs.add("Content-Type", jsonType)
+	hs.set(c)
+	c.Status(http.StatusOK)
+	_, _ = c.Writer.Write(body) // a client gone is not this answer's error
+}
+
+// lastModified is the Last-Modified of a product updated at t ("" for
+// none).
+func (h *Products) lastModified(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return h.dates.format(t)
 }
 
 // cacheHeaders reports the cache's answer in X-Cache and in the standard
