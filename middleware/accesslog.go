@@ -23,6 +23,7 @@ type AccessLog struct {
 	level slog.Leveler
 	slow  *slog.Logger // the same lines through slog, for what the fast path does not encode
 	bufs  sync.Pool    // *[]byte
+	clock clock        // the current second, formatted
 }
 
 // NewAccessLog writes access lines at level or above to out (a line is one
@@ -37,6 +38,7 @@ func NewAccessLog(out io.Writer, level slog.Leveler) *AccessLog {
 
 // accessLine is what RequestLog records of one request.
 type accessLine struct {
+	at                       time.Time // when it ended: the line's time
 	requestID, method, route string
 	status                   int
 	durationMs               float64
@@ -58,7 +60,7 @@ func (a *AccessLog) write(ctx context.Context, level slog.Level, l accessLine) {
 	}
 	bp := a.bufs.Get().(*[]byte)
 	b := append((*bp)[:0], `{"time":"`...)
-	b = time.Now().AppendFormat(b, time.RFC3339Nano)
+	b = a.clock.append(b, l.at)
 	b = append(b, `","level":"`...)
 	b = append(b, level.String()...)
 	b = append(b, `","msg":"request","request_id":"`...)

@@ -1,9 +1,10 @@
 package middleware
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -31,9 +32,7 @@ func RequestLog(log *AccessLog) gin.HandlerFunc {
 			id = v[0]
 		}
 		if !validRequestID(id) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+			id = newRequestID()
 		}
 		c.Writer.Header()[requestIDHeader] = []string{id}
 		c.Next()
@@ -45,16 +44,27 @@ func RequestLog(log *AccessLog) gin.HandlerFunc {
 		if !log.Enabled(level) {
 			return // LOG_LEVEL=warn: a hot path pays nothing for the access log
 		}
+		end := time.Now() // one clock read for the duration and the line's time
 		log.write(c.Request.Context(), level, accessLine{
+			at:         end,
 			requestID:  id,
 			method:     c.Request.Method,
 			route:      c.FullPath(),
 			status:     c.Writer.Status(),
-			durationMs: float64(time.Since(start).Microseconds()) / 1000,
+			durationMs: float64(end.Sub(start).Microseconds()) / 1000,
 			cache:      c.Writer.Header().Get("X-Cache"),
 			clientIP:   clientIP(c),
 		})
 	}
+}
+
+// newRequestID is 16 random hex digits. An id names a request in logs and
+// traces, it guards nothing, so the runtime's fast generator serves (a
+// third of crypto/rand's cost on every request without a client's id).
+func newRequestID() string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64()) // #nosec G404 -- an id to find a request by, not a secret
+	return hex.EncodeToString(b[:])
 }
 
 func validRequestID(id string) bool {
