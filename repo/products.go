@@ -74,21 +74,22 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 		// Never created: no query, no Redis key (see knownIDs).
 		return Product{}, Freshness{Status: cache.Hit}, fmt.Errorf("product %d: %w", id, ErrNotFound)
 	}
+	key := Key(id)
 	if p.reads != nil {
-		p.reads.Observe(Key(id))
+		p.reads.Observe(key)
 	}
 	load := func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
-	res, err := p.cache.Fetch(ctx, Key(id), load)
+	res, err := p.cache.Fetch(ctx, key, load)
 	if err != nil {
 		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
 	}
 	pr, bad := p.seen.check(res, id)
 	if bad != nil {
 		p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
-		if err := p.cache.Invalidate(ctx, Key(id)); err != nil {
+		if err := p.cache.Invalidate(ctx, key); err != nil {
 			p.log.Warn("could not delete the bad entry", "product", id, "err", err)
 		}
-		if res, err = p.cache.Fetch(ctx, Key(id), load); err != nil {
+		if res, err = p.cache.Fetch(ctx, key, load); err != nil {
 			return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
 		}
 		if pr, bad = p.seen.check(res, id); bad != nil {
