@@ -26,6 +26,7 @@ import (
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/internal/logbuf"
+	"github.com/stampede-guard/api/internal/server"
 	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/redisconn"
 	"github.com/stampede-guard/api/repo"
@@ -204,15 +205,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		routeClasses(cfg, rdb, mainPool, reportsPool, m, log))
 	handlers.RegisterOpenAPI(engine, api.OpenAPI)
 
-	srv := &http.Server{
-		Handler:           engine,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      cfg.WriteTimeout, // outside REQUEST_TIMEOUT (checked at start)
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).
+	srv := server.New(engine, cfg.WriteTimeout, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	// ---- Admin: console, state feed, pprof (loopback by default) -------------
 	if cfg.AdminAddr != "off" {
 		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/internal/server"
 )
 
 // Hot-key throughput: rounds of hotKeyFor each, interleaved, so a noisy
@@ -34,7 +36,9 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	x := &Experiment{Name: "hot-key", Title: "one hot key through the full stack vs a bare handler",
 		Setup: fmt.Sprintf("1 instance, L1_TTL=1s, LOG_LEVEL=info (the access log is written); %d closed-loop workers "+
 			"GET /products/1 for %s per target, %d rounds interleaved (bare, then each stack); the bare handler is a "+
-			"gin route in a process of its own returning the product's body; the client shares the machine's cores", hotKeyWorkers, hotKeyFor, hotKeyRounds),
+			"gin route in a process of its own returning the product's body, on the service's http.Server (internal/server: "+
+			"its read, write and idle timeouts); the last row, for the record, is the same handler with only a header timeout; "+
+			"the client shares the machine's cores", hotKeyWorkers, hotKeyFor, hotKeyRounds),
 		Expect:  "full stack ≥ 0.85× the bare handler's requests/s with the limiter off, ≥ 0.7× with it on",
 		Columns: []string{"target", "requests/s (rounds)", "median", "× bare", "p99 (median round)"}}
 	stacks := []struct{ label, rate string }{
@@ -59,16 +63,24 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	if body.Status != http.StatusOK {
 		return x.fail(fmt.Errorf("GET /products/1: %d %s", body.Status, body.Err))
 	}
-	bare, stop, err := serveBare(ctx, body.Body)
+	bare, stop, err := serveBare(ctx, body.Body, bareAsService)
 	if err != nil {
 		return x.fail(err)
 	}
 	defer stop()
-	targets := append([]string{bare}, bases...)
+	plain, stopPlain, err := serveBare(ctx, body.Body, barePlain)
+	if err != nil {
+		return x.fail(err)
+	}
+	defer stopPlain()
+	// The plain bare handler comes last, for the record only: the checks
+	// compare the stacks with the bare handler on the service's server.
+	targets := append(append([]string{bare}, bases...), plain)
 	labels := []string{"bare gin handler"}
 	for _, s := range stacks {
 		labels = append(labels, s.label)
 	}
+	labels = append(labels, "bare gin handler, header timeout only")
 	rounds := make([][]hotKeyRound, len(targets))
 	for range hotKeyRounds {
 		for i, base := range targets {
@@ -165,17 +177,21 @@ func medianRound(rs []hotKeyRound) hotKeyRound {
 // the bare handler instead of running experiments (see main): a process of
 // its own, as the service is, so neither shares a Go runtime with the
 // load generator.
-const bareEnv = "LAB_BARE_BODY"
+const (
+	bareEnv     = "LAB_BARE_BODY"
+	bareModeEnv = "LAB_BARE_SERVER"
+)
 
 // serveBare starts the lab binary again as the bare handler, answering
-// every GET /products/:id with body, and returns its base URL.
-func serveBare(ctx context.Context, body string) (base string, stop func(), err error) {
+// every GET /products/:id with body under the server mode names, and
+// returns its base URL.
+func serveBare(ctx context.Context, body, mode string) (base string, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, err
 	}
 	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- the lab re-runs itself
-	cmd.Env = append(os.Environ(), bareEnv+"="+body)
+	cmd.Env = append(os.Environ(), bareEnv+"="+body, bareModeEnv+"="+mode)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err
@@ -193,8 +209,9 @@ func serveBare(ctx context.Context, body string) (base string, stop func(), err 
 }
 
 // runBare is the bare handler's process: gin with one route and nothing
-// else, on a loopback port it prints, until killed.
-func runBare(body string) error {
+// else, on a loopback port it prints, until killed; mode is bareAsService
+// or barePlain.
+func runBare(body, mode string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -207,6 +224,24 @@ func runBare(body string) error {
 		c.Header("X-Cache", "HIT")
 		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 	})
-	srv := &http.Server{Handler: engine, ReadHeaderTimeout: 5 * time.Second}
+	if mode == bareAsService {
+		// The service's own server: its timeouts cost a few deadline
+		// updates per request, a protection rather than the middleware
+		// under test, so the bare handler pays them too.
+		return server.New(engine, bareWriteTimeout, nil).Serve(ln)
+	}
+	srv := &http.Server{Handler: engine, ReadHeaderTimeout: server.ReadHeaderTimeout}
 	return srv.Serve(ln)
 }
+
+// How the bare handler serves: under the service's http.Server (what the
+// stack is compared with), or under one with only a header timeout (for
+// the record: what those timeouts cost).
+const (
+	bareAsService = "service"
+	barePlain     = "plain"
+)
+
+// bareWriteTimeout stands for the service's HTTP_WRITE_TIMEOUT: any value
+// costs the same per request.
+const bareWriteTimeout = 15 * time.Second

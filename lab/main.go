@@ -78,7 +78,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if body, ok := os.LookupEnv(bareEnv); ok { // the hot-key experiment's bare handler
-		if err := runBare(body); err != nil {
+		if err := runBare(body, os.Getenv(bareModeEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "lab: bare handler:", err)
 			os.Exit(1)
 		}
