@@ -22,11 +22,19 @@ import (
 const flushAt = 32 << 10
 
 // Writer batches the lines written to it into out.
+//
+// A full batch is written outside mu, so requests go on logging while
+// write(2) runs; outMu, taken before mu is let go, keeps the batches (and
+// Direct lines) reaching out in the order they were taken. The lock order
+// is mu, then outMu.
 type Writer struct {
-	mu    sync.Mutex
-	out   io.Writer
+	mu    sync.Mutex // guards buf and every
 	buf   []byte
 	every time.Duration // 0: no batching, every line written at once
+
+	outMu sync.Mutex // guards out and spare
+	out   io.Writer
+	spare []byte // the last batch written, reused for the next
 }
 
 // New returns a Writer that batches lines for every before writing them to
@@ -41,14 +49,15 @@ func New(out io.Writer, every time.Duration) *Writer {
 // dropped, as a refused line was when each was written alone.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.every == 0 {
-		return w.out.Write(p)
+		return w.flushUnlock(p)
 	}
 	w.buf = append(w.buf, p...)
-	if len(w.buf) >= flushAt {
-		_ = w.flushLocked()
+	if len(w.buf) < flushAt {
+		w.mu.Unlock()
+		return len(p), nil
 	}
+	_, _ = w.flushUnlock(nil)
 	return len(p), nil
 }
 
@@ -60,27 +69,37 @@ type direct struct{ w *Writer }
 
 func (d direct) Write(p []byte) (int, error) {
 	d.w.mu.Lock()
-	defer d.w.mu.Unlock()
-	if err := d.w.flushLocked(); err != nil {
-		return 0, err
-	}
-	return d.w.out.Write(p)
+	return d.w.flushUnlock(p)
 }
 
 // Flush writes the batched lines now.
 func (w *Writer) Flush() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.flushLocked()
+	_, err := w.flushUnlock(nil)
+	return err
 }
 
-func (w *Writer) flushLocked() error {
-	if len(w.buf) == 0 {
-		return nil
+// flushUnlock takes the batch, lets go of mu, and writes the batch and
+// then line (if any) to out. Called with mu held. It returns what writing
+// line returned (or the batch's error, with no line).
+func (w *Writer) flushUnlock(line []byte) (int, error) {
+	w.outMu.Lock() // before mu is let go: writes keep the order of taking
+	batch := w.buf
+	w.buf, w.spare = w.spare[:0], nil
+	w.mu.Unlock()
+	defer w.outMu.Unlock()
+	var err error
+	if len(batch) > 0 {
+		_, err = w.out.Write(batch)
 	}
-	_, err := w.out.Write(w.buf)
-	w.buf = w.buf[:0]
-	return err
+	w.spare = batch[:0]
+	if line == nil {
+		return 0, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	return w.out.Write(line)
 }
 
 // Start runs Run in a goroutine of its own until the returned stop is
@@ -105,9 +124,8 @@ func (w *Writer) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			w.mu.Lock()
-			defer w.mu.Unlock()
-			_ = w.flushLocked()
 			w.every = 0
+			_, _ = w.flushUnlock(nil)
 			return
 		case <-t.C:
 			_ = w.Flush()
