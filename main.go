@@ -192,8 +192,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	reads := newRequestTally() // the console's request count and top keys
-	engine.Use(reads.middleware())
+	var reads *requestTally // the console's request count and top keys
+	if cfg.AdminAddr != "off" {
+		// Counted only where a console can show them: with ADMIN_ADDR=off
+		// the tally was a lock and a map update per request for no reader.
+		reads = newRequestTally()
+		engine.Use(reads.middleware())
+	}
 	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
 	if err != nil {
 		return err
