@@ -79,7 +79,9 @@ func validators(hs *headers, etag, lastModified string, age time.Duration) {
 // notModified evaluates If-None-Match, or If-Modified-Since when there is
 // no If-None-Match (RFC 9110 §13.2.2), against the current representation.
 func notModified(r *http.Request, etag string, lastModified time.Time) bool {
-	if inm := r.Header.Get("If-None-Match"); inm != "" {
+	// Read by map index: the keys are canonical already, and Get would
+	// check that again on every product read.
+	if inm := first(r.Header["If-None-Match"]); inm != "" {
 		for _, t := range splitETags(inm) {
 			// If-None-Match uses the weak comparison: W/ is ignored.
 			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
@@ -88,7 +90,7 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 		}
 		return false
 	}
-	v := r.Header.Get("If-Modified-Since")
+	v := first(r.Header["If-Modified-Since"])
 	if v == "" || lastModified.IsZero() {
 		return false // the common case: a failed parse allocates its error
 	}
@@ -97,6 +99,14 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 		return false
 	}
 	return !lastModified.Truncate(time.Second).After(ims)
+}
+
+// first is a header's first value, as Header.Get returns it.
+func first(values []string) string {
+	if len(values) == 0 {
+		return ""
+	}
+	return values[0]
 }
 
 // ifMatch returns the If-Match list of a write, or nil when the header is

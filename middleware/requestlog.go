@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -16,7 +17,16 @@ const requestIDHeader = "X-Request-Id"
 
 // RequestID returns the id RequestLog gave the request: the one echoed in
 // the response (kept there rather than in gin's Keys, a map per request).
-func RequestID(c *gin.Context) string { return c.Writer.Header().Get(requestIDHeader) }
+func RequestID(c *gin.Context) string { return headerValue(c.Writer.Header(), requestIDHeader) }
+
+// headerValue is h.Get(key) for a key in canonical spelling, without Get's
+// check of the spelling on every request.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // maxRequestIDLen bounds an id a client sends us, so logs stay sane.
 const maxRequestIDLen = 64
@@ -52,7 +62,7 @@ func RequestLog(log *AccessLog) gin.HandlerFunc {
 			route:      c.FullPath(),
 			status:     c.Writer.Status(),
 			durationMs: float64(end.Sub(start).Microseconds()) / 1000,
-			cache:      c.Writer.Header().Get("X-Cache"),
+			cache:      headerValue(c.Writer.Header(), "X-Cache"),
 			clientIP:   clientIP(c),
 		})
 	}
