@@ -222,3 +222,35 @@ func repeat(v, n int) []int {
 	}
 	return out
 }
+
+// TestPairedRatio: the hot-key ratio pairs each round with the bare
+// handler's round, so a round where the whole machine was slow does not
+// count against the stack; a round with no bare throughput is left out.
+func TestPairedRatio(t *testing.T) {
+	rounds := func(rps ...float64) []hotKeyRound {
+		out := make([]hotKeyRound, len(rps))
+		for i, r := range rps {
+			out[i].rps = r
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		a, b []hotKeyRound
+		want float64
+	}{
+		{"steady", rounds(80, 80, 80), rounds(100, 100, 100), 0.8},
+		// Medians taken apart would say 80 ÷ 120.
+		{"machine speeds up and slows down", rounds(80, 60, 100), rounds(100, 120, 125), 0.8},
+		{"one bad round", rounds(80, 10, 80), rounds(100, 100, 100), 0.8},
+		{"no bare throughput in a round", rounds(80, 80, 90), rounds(100, 0, 100), 0.9},
+		{"none at all", rounds(80), rounds(0), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pairedRatio(tt.a, tt.b); got != tt.want {
+				t.Errorf("%v, want %v", got, tt.want)
+			}
+		})
+	}
+}
