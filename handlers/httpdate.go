@@ -25,7 +25,11 @@ type httpDate struct {
 // format is t.UTC().Format(http.TimeFormat).
 func (d *httpDates) format(t time.Time) string {
 	sec := t.Unix()
-	slot := &d.slots[uint64(sec)%uint64(len(d.slots))] // #nosec G115 -- a slot index; wrapping is harmless
+	i := sec % int64(len(d.slots))
+	if i < 0 { // before 1970
+		i += int64(len(d.slots))
+	}
+	slot := &d.slots[i]
 	if e := slot.Load(); e != nil && e.sec == sec {
 		return e.text
 	}
