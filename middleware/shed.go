@@ -52,26 +52,39 @@ func Shed(q Queue, maxWaiting int64, mode ShedMode, mark func(context.Context, i
 //
 // Its Retry-After is the average time a request holds a slot: with every
 // slot busy, the first one frees within about that long.
+//
+// The count is one atomic integer, not a channel of slots: a channel send
+// and receive take its lock on every request of the class. The hold time
+// is timed on one request in holdSample: an average needs no more, and the
+// two clock reads were a cost of every request.
 func Limit(n int, onRefused func(*gin.Context)) gin.HandlerFunc {
-	slots := make(chan struct{}, n)
-	var hold ewma
+	var (
+		inFlight, seen atomic.Int64
+		hold           ewma
+	)
+	limit := int64(n)
 	return func(c *gin.Context) {
-		select {
-		case slots <- struct{}{}:
-			start := time.Now()
-			defer func() {
-				<-slots
-				hold.add(time.Since(start))
-			}()
-			c.Next()
-		default:
+		if inFlight.Add(1) > limit {
+			inFlight.Add(-1)
 			if onRefused != nil {
 				onRefused(c)
 			}
 			Refuse(c, statusUnavailable, "too many concurrent requests, retry later", max(hold.get(), time.Second))
+			return
 		}
+		defer inFlight.Add(-1) // a panicking handler frees its slot too
+		if seen.Add(1)%holdSample != 1 {
+			c.Next()
+			return
+		}
+		start := time.Now()
+		c.Next()
+		hold.add(time.Since(start))
 	}
 }
+
+// holdSample is how many requests Limit lets through per one it times.
+const holdSample = 8
 
 // ewma is a lock-free exponentially weighted moving average of durations
 // (weight 1/8): recent requests count most, one outlier little.

@@ -128,7 +128,16 @@ func TestLimit(t *testing.T) {
 	}
 
 	start := time.Now()
-	w := serve(e)
+	answered := make(chan *httptest.ResponseRecorder, 1)
+	go func() { answered <- serve(e) }()
+	var w *httptest.ResponseRecorder
+	select {
+	case w = <-answered:
+	case <-time.After(5 * time.Second): // let in: it waits in the handler
+		close(release)
+		wg.Wait()
+		t.Fatalf("request %d was let in, not refused, with %d in flight", n+1, n)
+	}
 	if elapsed := time.Since(start); w.Code != http.StatusServiceUnavailable || elapsed > 100*time.Millisecond {
 		t.Errorf("request %d: got %d after %s, want 503 at once", n+1, w.Code, elapsed)
 	}
