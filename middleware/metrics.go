@@ -13,7 +13,7 @@ import (
 // Metrics observes every request's latency by route template (never the raw
 // path: ids would make the label set unbounded), method and status.
 func Metrics(h *prometheus.HistogramVec) gin.HandlerFunc {
-	s := &series{vec: h, m: map[seriesKey]prometheus.Observer{}}
+	s := &series{vec: h}
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
@@ -25,10 +25,13 @@ func Metrics(h *prometheus.HistogramVec) gin.HandlerFunc {
 // paths: WithLabelValues hashes and compares the three values (and the
 // status is formatted) on every request. The label sets are bounded:
 // route templates × the methods method lets through × status codes.
+//
+// A sync.Map, written once per label set and then only read: an RWMutex's
+// read lock is an atomic add on a shared counter, two per request, which
+// both cores fight over.
 type series struct {
 	vec *prometheus.HistogramVec
-	mu  sync.RWMutex // guards m
-	m   map[seriesKey]prometheus.Observer
+	m   sync.Map // seriesKey → prometheus.Observer
 }
 
 type seriesKey struct {
@@ -38,19 +41,14 @@ type seriesKey struct {
 
 func (s *series) observer(route, method string, status int) prometheus.Observer {
 	k := seriesKey{route, method, status}
-	s.mu.RLock()
-	o, ok := s.m[k]
-	s.mu.RUnlock()
-	if ok {
-		return o
+	if o, ok := s.m.Load(k); ok {
+		return o.(prometheus.Observer)
 	}
 	if route == "" {
 		route = "unmatched"
 	}
-	o = s.vec.WithLabelValues(route, method, strconv.Itoa(status))
-	s.mu.Lock()
-	s.m[k] = o
-	s.mu.Unlock()
+	o := s.vec.WithLabelValues(route, method, strconv.Itoa(status))
+	s.m.Store(k, o) // a racing Store keeps the same series: WithLabelValues returns it
 	return o
 }
 
