@@ -118,10 +118,13 @@ func (d *Detector) Observe(key string) {
 	if d.cfg.Sample > 1 && d.seen.Add(1)%uint64(d.cfg.Sample) != 0 {
 		return
 	}
+	// The clock and the hash are read before the lock: every read of
+	// every key takes it, so what it covers is what both cores wait on.
+	now, h := d.now(), d.sk.hash(key)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.rotate()
-	n := d.sk.add(key)
+	d.rotate(now)
+	n := d.sk.add(h)
 	if _, ok := d.cand[key]; ok || len(d.cand) < 2*d.cfg.Top {
 		// Twice K candidates: a key ranked just below K this window is
 		// still counted when it overtakes one above.
@@ -150,15 +153,17 @@ func (d *Detector) Hot(key string) bool { return (*d.hot.Load())[key] }
 func (d *Detector) Top() []Rate {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.rotate()
+	d.rotate(d.now())
 	return append([]Rate(nil), d.top...)
 }
 
 // rotate closes the windows that have ended: rates from the candidates'
 // counts, scores decayed and lifted, the hot set recomputed. Called with
-// mu held; cheap when the window has not ended.
-func (d *Detector) rotate() {
-	ended := int64(d.now().Sub(d.start) / d.cfg.Window)
+// mu held; cheap when the window has not ended. now may be a little older
+// than the window's start (read before another caller rotated): nothing
+// has ended then.
+func (d *Detector) rotate(now time.Time) {
+	ended := int64(now.Sub(d.start) / d.cfg.Window)
 	if ended < 1 {
 		return
 	}
