@@ -27,8 +27,8 @@ import (
 // drifts by ±10 % over tens of seconds, which medians of throughput taken
 // a minute apart (the earlier method) turned into ±0.07 in the ratio.
 const (
-	hotKeyRounds  = 9
-	hotKeyFor     = 2 * time.Second
+	hotKeyRounds  = 18
+	hotKeyFor     = time.Second
 	hotKeyWorkers = 32
 )
 
