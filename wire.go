@@ -102,7 +102,10 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 		return func(*gin.Context) { m.refusedBy(reason, class) }
 	}
 	chain := func(class string, q *db.Pool, maxWaiting int64, shed middleware.ShedMode, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
-		var hs []gin.HandlerFunc
+		// The class rides in the context to the pool's gate, which turns it
+		// into a share of the request's deadline (db/admission.go). First
+		// in the chain: a key lookup (auth.Identify) reaches the pool too.
+		hs := []gin.HandlerFunc{priority(classPriority[class])}
 		if keyLim != nil {
 			// A valid key, wherever presented, gets its own budget.
 			hs = append(hs, auth.Identify())
@@ -112,7 +115,7 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 		}
 		hs = append(hs, before...) // after the rate limit, before anything scarce
 		return append(hs,
-			middleware.Shed(q, maxWaiting, shed, classMark(classPriority[class]), refused("shed", class)),
+			middleware.Shed(q, maxWaiting, shed, db.WithMaxWaiting, refused("shed", class)),
 			middleware.Limit(concurrency, refused("concurrency", class)),
 		)
 	}
@@ -134,13 +137,11 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 // classPriority maps a route class to the pool gate's priority.
 var classPriority = map[string]db.Priority{"critical": db.Critical, "normal": db.Normal, "low": db.Low}
 
-// classMark is Shed's mark for a class: the longest queue its requests may
-// join and their priority, which the pool's gate turns into a share of the
-// request's deadline (db/admission.go). Both ride in the one context Shed
-// derives: each request context derived costs a copy of the request.
-func classMark(p db.Priority) func(context.Context, int64) context.Context {
-	return func(ctx context.Context, maxWaiting int64) context.Context {
-		return db.WithMaxWaiting(db.WithPriority(ctx, p), maxWaiting)
+// priority marks each request with its class for the pool's gate.
+func priority(p db.Priority) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Request = c.Request.WithContext(db.WithPriority(c.Request.Context(), p))
+		c.Next()
 	}
 }
 
