@@ -5,7 +5,7 @@ import "github.com/gin-gonic/gin"
 // headers collects a product answer's headers and sets them at once, every
 // value in one allocation. gin's c.Header (http.Header.Set) re-spells each
 // key and allocates a one-value slice per header, and a product read sets
-// six on every answer, most of them from the L1 in a few hundred ns.
+// up to seven on every answer, most of them from the L1 in a few hundred ns.
 //
 // Keys must be in net/http's canonical spelling ("Etag", not "ETag"): they
 // go into the map as given, as Header.Clone's do. TestProductHeaders checks the

@@ -24,8 +24,8 @@ import (
 // every target back to back (in an order that rotates), so a stack is
 // compared with the bare handler measured a few seconds from it. The ratio
 // is the median of the rounds' ratios: on a shared machine, throughput
-// drifts by ±10 % over tens of seconds, which medians of throughput taken
-// a minute apart (the earlier method) turned into ±0.07 in the ratio.
+// drifts by a third and more within a minute, which medians of throughput
+// taken a minute apart (the earlier method) turned into ±0.07 in the ratio.
 const (
 	hotKeyRounds  = 18
 	hotKeyFor     = time.Second
