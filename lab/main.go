@@ -1,7 +1,8 @@
 // Command lab runs the stampede experiments against the real service: it
 // starts N instances of bin/api as separate processes on the local
 // PostgreSQL and Redis, puts a controllable TCP proxy on the database link
-// (and on the Redis link when Redis must fail), fires concurrent requests,
+// (and on the Redis link when Redis must fail), each in a process of its
+// own (link.go), fires concurrent requests,
 // counts the database's queries from PostgreSQL's own statistics, and prints
 // a before/after table per experiment. Nothing it prints is written in
 // advance: every figure comes from the run.
@@ -80,6 +81,13 @@ func main() {
 	if body, ok := os.LookupEnv(bareEnv); ok { // the hot-key experiment's bare handler
 		if err := runBare(body, os.Getenv(bareModeEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "lab: bare handler:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if target, ok := os.LookupEnv(linkEnv); ok { // a database or Redis link
+		if err := runLink(target, os.Getenv(linkPGEnv) == "true"); err != nil {
+			fmt.Fprintln(os.Stderr, "lab: link:", err)
 			os.Exit(1)
 		}
 		return

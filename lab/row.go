@@ -33,7 +33,7 @@ func (l *Lab) row(ctx context.Context, x *Experiment, label string, n int, env m
 			"%s: queries counted by PostgreSQL (%d) = Execute messages on the link (%d)%s",
 			label, r.DBQueries, r.LinkExecutes, plural(r.Direct, " + %d run by the lab itself"))
 	}
-	return r, errors.Join(bodyErr, err)
+	return r, errors.Join(bodyErr, err, l.dbProxy.Err(), l.redisProxy.Err())
 }
 
 // phase runs one load (fn may return nil results for a pure wait) and
