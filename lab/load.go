@@ -54,37 +54,67 @@ func newClient(perHost int) *http.Client {
 }
 
 // Burst sends every target at once: each gets its own goroutine and an
-// already open connection, and all are released together by a barrier.
+// already open connection of its own (rawconn.go), and all are released
+// together by a barrier.
 func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 	if len(targets) == 0 {
 		return nil, 0
 	}
-	perHost := map[string]int{}
-	for _, t := range targets {
-		perHost[t.Base]++
-	}
-	hc := newClient(slices.Max(mapValues(perHost)))
-	defer hc.CloseIdleConnections()
-	warm(ctx, hc, perHost)
-
 	results := make([]Result, len(targets))
+	conns := make([]*rawConn, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() {
+			var err error
+			if conns[i], err = dialRaw(ctx, t.Base); err != nil {
+				results[i] = Result{Err: shortErr(err)}
+			}
+		})
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				_ = c.c.Close()
+			}
+		}
+	}()
+	stopCut := context.AfterFunc(ctx, func() { // a cancelled lab stops waiting
+		for _, c := range conns {
+			if c != nil {
+				_ = c.c.SetDeadline(time.Now())
+			}
+		}
+	})
+	defer stopCut()
+
+	bodies := make([][]byte, len(targets))
 	start := make(chan struct{})
 	var ready, done sync.WaitGroup
 	for i, t := range targets {
+		if conns[i] == nil {
+			continue
+		}
 		ready.Add(1)
 		done.Add(1)
 		go func() {
 			defer done.Done()
 			ready.Done()
 			<-start
-			results[i] = do(ctx, hc, t)
+			results[i], bodies[i] = conns[i].getBody(t.Path)
 		}()
 	}
 	ready.Wait()
 	t0 := time.Now()
 	close(start)
 	done.Wait()
-	return results, time.Since(t0)
+	wall := time.Since(t0)
+	for i, t := range targets {
+		if _, ok := productID(t.Path); ok {
+			checkProduct(&results[i], bodies[i])
+		}
+	}
+	return results, wall
 }
 
 // Stream sends the targets in order through a fixed number of workers: a
@@ -137,18 +167,6 @@ func get(ctx context.Context, base, path string) Result {
 	hc := newClient(1)
 	defer hc.CloseIdleConnections()
 	return do(ctx, hc, Target{Base: base, Path: path})
-}
-
-// warm opens n connections to each instance (n concurrent GET /healthz) and
-// leaves them idle in the client, ready for the burst.
-func warm(ctx context.Context, hc *http.Client, perHost map[string]int) {
-	var wg sync.WaitGroup
-	for base, n := range perHost {
-		for range n {
-			wg.Go(func() { do(ctx, hc, Target{Base: base, Path: "/healthz"}) })
-		}
-	}
-	wg.Wait()
 }
 
 // do sends one request. Product reads go through client/, as a service

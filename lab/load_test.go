@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -50,6 +51,64 @@ func TestDoProductReadsThroughTheClient(t *testing.T) {
 		}
 		if got := n.Load(); got != 1 {
 			t.Errorf("%s: %d requests, want 1: the lab must see every refusal, not retry it", tt.path, got)
+		}
+	}
+}
+
+// TestBurstRawConnections: a burst sends each target once, each on a
+// connection of its own opened (and warmed) before the barrier, and reads
+// back status, X-Cache, Retry-After and body; a 200 product answer that is
+// not a product is a failure, as client/ would report it.
+func TestBurstRawConnections(t *testing.T) {
+	var mu sync.Mutex
+	perConn := map[string][]string{} // remote address → paths, in order
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		perConn[r.RemoteAddr] = append(perConn[r.RemoteAddr], r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/products/1":
+			w.Header().Set("X-Cache", "STALE")
+			_, _ = w.Write([]byte(`{"id":1,"name":"old name","price_cents":5,"updated_at":"2026-01-01T00:00:00Z"}`))
+		case "/products/2":
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"temporarily unavailable, retry later"}`))
+		default:
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
+		}
+	}))
+	defer srv.Close()
+	var targets []Target
+	for range 20 {
+		for _, p := range []string{"/products/1", "/products/2", "/products/3", "/healthz"} {
+			targets = append(targets, Target{Base: srv.URL, Path: p})
+		}
+	}
+	rs, _ := Burst(context.Background(), targets)
+	for i, r := range rs {
+		var ok bool
+		switch targets[i].Path {
+		case "/products/1":
+			ok = r.Status == 200 && r.XCache == "STALE" && strings.Contains(r.Body, "old name") && r.Err == ""
+		case "/products/2":
+			ok = r.Status == 503 && r.RetryAfter && strings.Contains(r.Body, "retry later")
+		case "/products/3": // 200, but no product
+			ok = r.Status == 0 && strings.Contains(r.Err, "not a product")
+		default:
+			ok = r.Status == 200 && r.Err == ""
+		}
+		if !ok || r.Latency <= 0 {
+			t.Errorf("%s: got %+v", targets[i].Path, r)
+		}
+	}
+	if len(perConn) != len(targets) {
+		t.Errorf("%d connections for %d targets, want one each", len(perConn), len(targets))
+	}
+	for addr, paths := range perConn {
+		if len(paths) != 2 || paths[0] != "/healthz" {
+			t.Errorf("connection %s carried %v, want the warming /healthz then one target", addr, paths)
 		}
 	}
 }
