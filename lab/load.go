@@ -66,7 +66,7 @@ func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 	for i, t := range targets {
 		wg.Go(func() {
 			var err error
-			if conns[i], err = dialRaw(ctx, t.Base); err != nil {
+			if conns[i], err = dialRaw(ctx, t.Base, "/healthz"); err != nil {
 				results[i] = Result{Err: shortErr(err)}
 			}
 		})

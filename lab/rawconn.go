@@ -30,9 +30,9 @@ type rawConn struct {
 	host string
 }
 
-// dialRaw opens a connection to base and sends GET /healthz on it, so the
-// server has accepted it and its goroutine is ready before the burst.
-func dialRaw(ctx context.Context, base string) (*rawConn, error) {
+// dialRaw opens a connection to base and sends GET warmPath on it, so the
+// server has accepted it and its goroutine is ready before the load.
+func dialRaw(ctx context.Context, base, warmPath string) (*rawConn, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func dialRaw(ctx context.Context, base string) (*rawConn, error) {
 		return nil, err
 	}
 	rc := &rawConn{c: c, br: bufio.NewReader(c), host: u.Host}
-	if r := rc.get("/healthz"); r.Err != "" || r.Status != http.StatusOK {
+	if r := rc.get(warmPath); r.Err != "" || r.Status != http.StatusOK {
 		_ = c.Close()
 		return nil, fmt.Errorf("warming a connection to %s: %d %s", base, r.Status, r.Err)
 	}
