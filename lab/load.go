@@ -318,14 +318,6 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Millisecond)*10) / 10 }
 
-func mapValues(m map[string]int) []int {
-	out := make([]int, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
-
 // statusSummary renders "200×950 503×50" in a stable order.
 func statusSummary(m map[string]int) string {
 	keys := make([]string, 0, len(m))
