@@ -91,7 +91,7 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	for r := range hotKeyRounds {
 		for k := range targets {
 			i := (k + r) % len(targets) // who goes first rotates
-			rounds[i] = append(rounds[i], closedLoop(ctx, targets[i]+"/products/1", hotKeyWorkers, hotKeyFor))
+			rounds[i] = append(rounds[i], netHTTPRound(ctx, targets[i]+"/products/1"))
 		}
 	}
 	medians := make([]hotKeyRound, len(targets))
@@ -117,7 +117,7 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	for r := range hotKeyLeanRounds {
 		for k := range lean {
 			i := (k + r) % len(lean)
-			lean[i] = append(lean[i], closedLoopLean(ctx, targets[i], hotKeyWorkers, hotKeyFor))
+			lean[i] = append(lean[i], closedLoop(ctx, hotKeyWorkers, hotKeyFor, viaRawConn(targets[i], "/products/1")))
 		}
 	}
 	for i := range lean {
@@ -142,11 +142,22 @@ type hotKeyRound struct {
 	failed int
 }
 
-// closedLoop runs workers that each send the next GET as soon as the last
-// one is answered, for d.
-func closedLoop(ctx context.Context, url string, workers int, d time.Duration) hotKeyRound {
-	hc := newClient(workers)
+// netHTTPRound is one round of the checked estimator: the workers share
+// one net/http client, as a service's goroutines share theirs.
+func netHTTPRound(ctx context.Context, url string) hotKeyRound {
+	hc := newClient(hotKeyWorkers)
 	defer hc.CloseIdleConnections()
+	return closedLoop(ctx, hotKeyWorkers, hotKeyFor, viaNetHTTP(hc, url))
+}
+
+// sender sends one request on a worker's own connection and says whether
+// it was answered 200, and how long that took.
+type sender func(ctx context.Context) (ok bool, latency time.Duration)
+
+// closedLoop runs workers that each send the next GET as soon as the last
+// one is answered, for d; open gives each worker its sender (and what
+// closes it).
+func closedLoop(ctx context.Context, workers int, d time.Duration, open func(context.Context) (sender, func(), error)) hotKeyRound {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -160,14 +171,19 @@ func closedLoop(ctx context.Context, url string, workers int, d time.Duration) h
 		wg.Go(func() {
 			var mine []time.Duration
 			bad := 0
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				status := rawGet(ctx, hc, url)
-				switch {
-				case status == http.StatusOK:
-					mine = append(mine, time.Since(t0))
-				case ctx.Err() == nil:
-					bad++
+			send, done, err := open(ctx)
+			if err != nil {
+				bad++
+			} else {
+				defer done()
+				for ctx.Err() == nil {
+					ok, took := send(ctx)
+					switch {
+					case ok:
+						mine = append(mine, took)
+					case ctx.Err() == nil:
+						bad++
+					}
 				}
 			}
 			mu.Lock()
@@ -179,46 +195,30 @@ func closedLoop(ctx context.Context, url string, workers int, d time.Duration) h
 	return hotKeyRound{rps: float64(len(lat)) / time.Since(start).Seconds(), p99: percentile(lat, 99), failed: failed}
 }
 
-// closedLoopLean is closedLoop on raw connections (rawconn.go), one per
-// worker.
-func closedLoopLean(ctx context.Context, base string, workers int, d time.Duration) hotKeyRound {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var (
-		mu     sync.Mutex
-		lat    []time.Duration
-		failed int
-	)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			rc, err := dialRaw(ctx, base, "/products/1")
-			if err != nil {
-				mu.Lock()
-				failed++
-				mu.Unlock()
-				return
-			}
-			defer rc.c.Close()
-			var mine []time.Duration
-			bad := 0
-			for ctx.Err() == nil {
-				r := rc.get("/products/1")
-				switch {
-				case r.Status == http.StatusOK && r.Err == "":
-					mine = append(mine, r.Latency)
-				case ctx.Err() == nil:
-					bad++
-				}
-			}
-			mu.Lock()
-			lat, failed = append(lat, mine...), failed+bad
-			mu.Unlock()
-		})
+// viaNetHTTP is a closed loop's worker on net/http's client (hc, shared
+// by the round's workers).
+func viaNetHTTP(hc *http.Client, url string) func(context.Context) (sender, func(), error) {
+	return func(context.Context) (sender, func(), error) {
+		return func(ctx context.Context) (bool, time.Duration) {
+			t0 := time.Now()
+			return rawGet(ctx, hc, url) == http.StatusOK, time.Since(t0)
+		}, func() {}, nil
 	}
-	wg.Wait()
-	return hotKeyRound{rps: float64(len(lat)) / time.Since(start).Seconds(), p99: percentile(lat, 99), failed: failed}
+}
+
+// viaRawConn is a closed loop's worker on a raw connection of its own
+// (rawconn.go), as wrk drives a server.
+func viaRawConn(base, path string) func(context.Context) (sender, func(), error) {
+	return func(ctx context.Context) (sender, func(), error) {
+		rc, err := dialRaw(ctx, base, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(context.Context) (bool, time.Duration) {
+			r := rc.get(path)
+			return r.Status == http.StatusOK && r.Err == "", r.Latency
+		}, func() { _ = rc.c.Close() }, nil
+	}
 }
 
 // rawGet sends one GET and reads the body, the least a client can do (0:

@@ -185,6 +185,13 @@ func do(ctx context.Context, hc *http.Client, t Target) Result {
 	if err != nil {
 		return Result{Latency: time.Since(start), Err: shortErr(err)}
 	}
+	r, _ := answered(resp, start)
+	return r
+}
+
+// answered reads resp's whole body and reports it as a Result timed from
+// start, returning the body too.
+func answered(resp *http.Response, start time.Time) (Result, []byte) {
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	r := Result{
@@ -192,12 +199,12 @@ func do(ctx context.Context, hc *http.Client, t Target) Result {
 		XCache:     resp.Header.Get("X-Cache"),
 		RetryAfter: resp.Header.Get("Retry-After") != "",
 		Latency:    time.Since(start),
+		Body:       string(body[:min(len(body), 512)]),
 	}
 	if err != nil {
 		r.Err = shortErr(err)
 	}
-	r.Body = string(body[:min(len(body), 512)])
-	return r
+	return r, body
 }
 
 // oneShot is the lab's client policy: one attempt, bounded by the lab's

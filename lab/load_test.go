@@ -15,21 +15,7 @@ import (
 // gave: status, X-Cache, Retry-After, the body.
 func TestDoProductReadsThroughTheClient(t *testing.T) {
 	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
-		case "/products/1":
-			w.Header().Set("X-Cache", "STALE")
-			_, _ = w.Write([]byte(`{"id":1,"name":"new name","price_cents":5,"updated_at":"2026-01-01T00:00:00Z"}`))
-		case "/products/2":
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"error":"temporarily unavailable, retry later"}`))
-		default:
-			_, _ = w.Write([]byte(`{"status":"ok"}`))
-		}
-	}))
+	srv := httptest.NewServer(fakeAPI(func(*http.Request) { n.Add(1) }))
 	defer srv.Close()
 	hc := newClient(1)
 	tests := []struct {
@@ -62,22 +48,10 @@ func TestDoProductReadsThroughTheClient(t *testing.T) {
 func TestBurstRawConnections(t *testing.T) {
 	var mu sync.Mutex
 	perConn := map[string][]string{} // remote address → paths, in order
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(fakeAPI(func(r *http.Request) {
 		mu.Lock()
 		perConn[r.RemoteAddr] = append(perConn[r.RemoteAddr], r.URL.Path)
 		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
-		case "/products/1":
-			w.Header().Set("X-Cache", "STALE")
-			_, _ = w.Write([]byte(`{"id":1,"name":"old name","price_cents":5,"updated_at":"2026-01-01T00:00:00Z"}`))
-		case "/products/2":
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"error":"temporarily unavailable, retry later"}`))
-		default:
-			_, _ = w.Write([]byte(`{"status":"ok"}`))
-		}
 	}))
 	defer srv.Close()
 	var targets []Target
@@ -91,7 +65,7 @@ func TestBurstRawConnections(t *testing.T) {
 		var ok bool
 		switch targets[i].Path {
 		case "/products/1":
-			ok = r.Status == 200 && r.XCache == "STALE" && strings.Contains(r.Body, "old name") && r.Err == ""
+			ok = r.Status == 200 && r.XCache == "STALE" && strings.Contains(r.Body, "new name") && r.Err == ""
 		case "/products/2":
 			ok = r.Status == 503 && r.RetryAfter && strings.Contains(r.Body, "retry later")
 		case "/products/3": // 200, but no product
@@ -111,4 +85,25 @@ func TestBurstRawConnections(t *testing.T) {
 			t.Errorf("connection %s carried %v, want the warming /healthz then one target", addr, paths)
 		}
 	}
+}
+
+// fakeAPI answers as the service would: /products/1 a STALE product,
+// /products/2 a 503 with Retry-After, anything else {"status":"ok"} (a 200
+// that is not a product); seen is told of every request first.
+func fakeAPI(seen func(*http.Request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen(r)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/products/1":
+			w.Header().Set("X-Cache", "STALE")
+			_, _ = w.Write([]byte(`{"id":1,"name":"new name","price_cents":5,"updated_at":"2026-01-01T00:00:00Z"}`))
+		case "/products/2":
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"temporarily unavailable, retry later"}`))
+		default:
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
+		}
+	})
 }

@@ -67,19 +67,7 @@ func (rc *rawConn) getBody(path string) (Result, []byte) {
 	if err != nil {
 		return Result{Latency: time.Since(start), Err: shortErr(err)}, nil
 	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	r := Result{
-		Status:     resp.StatusCode,
-		XCache:     resp.Header.Get("X-Cache"),
-		RetryAfter: resp.Header.Get("Retry-After") != "",
-		Latency:    time.Since(start),
-		Body:       string(body[:min(len(body), 512)]),
-	}
-	if err != nil {
-		r.Err = shortErr(err)
-	}
-	return r, body
+	return answered(resp, start)
 }
 
 // checkProduct decodes a 200 product answer as client/ would, and turns one
