@@ -1,23 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
-	"strings"
-	"sync"
 	"time"
-
-	"github.com/gin-gonic/gin"
-
-	"github.com/stampede-guard/api/internal/server"
 )
 
 // Hot-key throughput: rounds of hotKeyFor per target, each round running
@@ -150,93 +139,6 @@ func netHTTPRound(ctx context.Context, url string) hotKeyRound {
 	return closedLoop(ctx, hotKeyWorkers, hotKeyFor, viaNetHTTP(hc, url))
 }
 
-// sender sends one request on a worker's own connection and says whether
-// it was answered 200, and how long that took.
-type sender func(ctx context.Context) (ok bool, latency time.Duration)
-
-// closedLoop runs workers that each send the next GET as soon as the last
-// one is answered, for d; open gives each worker its sender (and what
-// closes it).
-func closedLoop(ctx context.Context, workers int, d time.Duration, open func(context.Context) (sender, func(), error)) hotKeyRound {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var (
-		mu     sync.Mutex
-		lat    []time.Duration
-		failed int
-	)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			var mine []time.Duration
-			bad := 0
-			send, done, err := open(ctx)
-			if err != nil {
-				bad++
-			} else {
-				defer done()
-				for ctx.Err() == nil {
-					ok, took := send(ctx)
-					switch {
-					case ok:
-						mine = append(mine, took)
-					case ctx.Err() == nil:
-						bad++
-					}
-				}
-			}
-			mu.Lock()
-			lat, failed = append(lat, mine...), failed+bad
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return hotKeyRound{rps: float64(len(lat)) / time.Since(start).Seconds(), p99: percentile(lat, 99), failed: failed}
-}
-
-// viaNetHTTP is a closed loop's worker on net/http's client (hc, shared
-// by the round's workers).
-func viaNetHTTP(hc *http.Client, url string) func(context.Context) (sender, func(), error) {
-	return func(context.Context) (sender, func(), error) {
-		return func(ctx context.Context) (bool, time.Duration) {
-			t0 := time.Now()
-			return rawGet(ctx, hc, url) == http.StatusOK, time.Since(t0)
-		}, func() {}, nil
-	}
-}
-
-// viaRawConn is a closed loop's worker on a raw connection of its own
-// (rawconn.go), as wrk drives a server.
-func viaRawConn(base, path string) func(context.Context) (sender, func(), error) {
-	return func(ctx context.Context) (sender, func(), error) {
-		rc, err := dialRaw(ctx, base, path)
-		if err != nil {
-			return nil, nil, err
-		}
-		return func(context.Context) (bool, time.Duration) {
-			r := rc.get(path)
-			return r.Status == http.StatusOK && r.Err == "", r.Latency
-		}, func() { _ = rc.c.Close() }, nil
-	}
-}
-
-// rawGet sends one GET and reads the body, the least a client can do (0:
-// no answer).
-func rawGet(ctx context.Context, hc *http.Client, url string) int {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode
-}
-
 // pairedRatio is the median over rounds of a's throughput ÷ b's in the same
 // round.
 func pairedRatio(a, b []hotKeyRound) float64 {
@@ -270,76 +172,3 @@ func medianRound(rs []hotKeyRound) hotKeyRound {
 	slices.SortFunc(s, func(a, b hotKeyRound) int { return cmp.Compare(a.rps, b.rps) })
 	return s[len(s)/2]
 }
-
-// bareEnv, set in the lab's own environment, makes the lab binary serve
-// the bare handler instead of running experiments (see main): a process of
-// its own, as the service is, so neither shares a Go runtime with the
-// load generator.
-const (
-	bareEnv     = "LAB_BARE_BODY"
-	bareModeEnv = "LAB_BARE_SERVER"
-)
-
-// serveBare starts the lab binary again as the bare handler, answering
-// every GET /products/:id with body under the server mode names, and
-// returns its base URL.
-func serveBare(ctx context.Context, body, mode string) (base string, stop func(), err error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- the lab re-runs itself
-	cmd.Env = append(os.Environ(), bareEnv+"="+body, bareModeEnv+"="+mode)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("bare handler: %w", err)
-	}
-	return "http://" + strings.TrimSpace(line), stop, nil
-}
-
-// runBare is the bare handler's process: gin with one route and nothing
-// else, on a loopback port it prints, until killed; mode is bareAsService
-// or barePlain.
-func runBare(body, mode string) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fmt.Println(ln.Addr())
-	b := []byte(body)
-	gin.SetMode(gin.ReleaseMode)
-	engine := gin.New()
-	engine.GET("/products/:id", func(c *gin.Context) {
-		c.Header("X-Cache", "HIT")
-		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
-	})
-	if mode == bareAsService {
-		// The service's own server: its timeouts cost a few deadline
-		// updates per request, a protection rather than the middleware
-		// under test, so the bare handler pays them too.
-		return server.New(engine, bareWriteTimeout, nil).Serve(ln)
-	}
-	srv := &http.Server{Handler: engine, ReadHeaderTimeout: server.ReadHeaderTimeout}
-	return srv.Serve(ln)
-}
-
-// How the bare handler serves: under the service's http.Server (what the
-// stack is compared with), or under one with only a header timeout (for
-// the record: what those timeouts cost).
-const (
-	bareAsService = "service"
-	barePlain     = "plain"
-)
-
-// bareWriteTimeout stands for the service's HTTP_WRITE_TIMEOUT: any value
-// costs the same per request.
-const bareWriteTimeout = 15 * time.Second

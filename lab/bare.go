@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/internal/server"
+)
+
+// bareEnv, set in the lab's own environment, makes the lab binary serve
+// the bare handler instead of running experiments (see main): a process of
+// its own, as the service is, so neither shares a Go runtime with the
+// load generator.
+const (
+	bareEnv     = "LAB_BARE_BODY"
+	bareModeEnv = "LAB_BARE_SERVER"
+)
+
+// serveBare starts the lab binary again as the bare handler, answering
+// every GET /products/:id with body under the server mode names, and
+// returns its base URL.
+func serveBare(ctx context.Context, body, mode string) (base string, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- the lab re-runs itself
+	cmd.Env = append(os.Environ(), bareEnv+"="+body, bareModeEnv+"="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("bare handler: %w", err)
+	}
+	return "http://" + strings.TrimSpace(line), stop, nil
+}
+
+// runBare is the bare handler's process: gin with one route and nothing
+// else, on a loopback port it prints, until killed; mode is bareAsService
+// or barePlain.
+func runBare(body, mode string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	b := []byte(body)
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	engine.GET("/products/:id", func(c *gin.Context) {
+		c.Header("X-Cache", "HIT")
+		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+	})
+	if mode == bareAsService {
+		// The service's own server: its timeouts cost a few deadline
+		// updates per request, a protection rather than the middleware
+		// under test, so the bare handler pays them too.
+		return server.New(engine, bareWriteTimeout, nil).Serve(ln)
+	}
+	srv := &http.Server{Handler: engine, ReadHeaderTimeout: server.ReadHeaderTimeout}
+	return srv.Serve(ln)
+}
+
+// How the bare handler serves: under the service's http.Server (what the
+// stack is compared with), or under one with only a header timeout (for
+// the record: what those timeouts cost).
+const (
+	bareAsService = "service"
+	barePlain     = "plain"
+)
+
+// bareWriteTimeout stands for the service's HTTP_WRITE_TIMEOUT: any value
+// costs the same per request.
+const bareWriteTimeout = 15 * time.Second
