@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,11 @@ func serveBare(ctx context.Context, body, mode string) (base string, stop func()
 	}
 	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- the lab re-runs itself
 	cmd.Env = append(os.Environ(), bareEnv+"="+body, bareModeEnv+"="+mode)
+	// Its stdin closes when the lab exits, however it exits: the handler
+	// then stops (runBare), as the links do.
+	if _, err := cmd.StdinPipe(); err != nil {
+		return "", nil, err
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err
@@ -52,7 +58,7 @@ func serveBare(ctx context.Context, body, mode string) (base string, stop func()
 }
 
 // runBare is the bare handler's process: gin with one route and nothing
-// else, on a loopback port it prints, until killed; mode is bareAsService
+// else, on a loopback port it prints, until killed or its stdin closes; mode is bareAsService
 // or barePlain.
 func runBare(body, mode string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,6 +66,10 @@ func runBare(body, mode string) error {
 		return err
 	}
 	fmt.Println(ln.Addr())
+	go func() { // the lab closed our stdin, or died: stop
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
 	b := []byte(body)
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()

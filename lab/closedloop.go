@@ -72,8 +72,8 @@ func viaRawConn(base, path string) func(context.Context) (sender, func(), error)
 		if err != nil {
 			return nil, nil, err
 		}
-		return func(context.Context) (bool, time.Duration) {
-			r := rc.get(path)
+		return func(ctx context.Context) (bool, time.Duration) {
+			r := rc.get(ctx, path)
 			return r.Status == http.StatusOK && r.Err == "", r.Latency
 		}, func() { _ = rc.c.Close() }, nil
 	}

@@ -243,12 +243,14 @@ func TestPairedRatio(t *testing.T) {
 		// Medians taken apart would say 80 ÷ 120.
 		{"machine speeds up and slows down", rounds(80, 60, 100), rounds(100, 120, 125), 0.8},
 		{"one bad round", rounds(80, 10, 80), rounds(100, 100, 100), 0.8},
-		{"no bare throughput in a round", rounds(80, 80, 90), rounds(100, 0, 100), 0.9},
+		{"no bare throughput in a round", rounds(80, 80, 90), rounds(100, 0, 100), 0.85},
+		// An even count: the mean of the middle two, not the upper one.
+		{"four rounds", rounds(70, 80, 90, 100), rounds(100, 100, 100, 100), 0.85},
 		{"none at all", rounds(80), rounds(0), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := pairedRatio(tt.a, tt.b); got != tt.want {
+			if got := pairedRatio(tt.a, tt.b); math.Abs(got-tt.want) > 1e-9 {
 				t.Errorf("%v, want %v", got, tt.want)
 			}
 		})

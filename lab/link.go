@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,8 +73,15 @@ func NewLink(target string, pg bool) (*Link, error) {
 	}
 	l := &Link{cmd: cmd, in: in, hc: &http.Client{Timeout: 10 * time.Second}}
 	var hello linkHello
-	if err := json.NewDecoder(bufio.NewReader(out)).Decode(&hello); err != nil {
-		l.Close()
+	decoded := make(chan error, 1)
+	go func() { decoded <- json.NewDecoder(bufio.NewReader(out)).Decode(&hello) }()
+	select {
+	case err = <-decoded:
+	case <-time.After(10 * time.Second):
+		err = errors.New("no hello within 10 s")
+	}
+	if err != nil {
+		l.Close() // kills it if need be; the decoder then sees EOF
 		return nil, fmt.Errorf("link to %s: starting its process: %w", target, err)
 	}
 	l.addr, l.ctl = hello.Addr, "http://"+hello.Control

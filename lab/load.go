@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,9 +64,11 @@ func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Go(func() {
+			start := time.Now()
 			var err error
 			if conns[i], err = dialRaw(ctx, t.Base, "/healthz"); err != nil {
-				results[i] = Result{Err: shortErr(err)}
+				// Failed before the barrier: a failure, timed by its dial.
+				results[i] = Result{Latency: time.Since(start), Err: "dial: " + shortErr(err)}
 			}
 		})
 	}
@@ -98,7 +102,7 @@ func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 			defer done.Done()
 			ready.Done()
 			<-start
-			results[i], bodies[i] = conns[i].getBody(t.Path)
+			results[i], bodies[i] = conns[i].getBody(ctx, t.Path)
 		}()
 	}
 	ready.Wait()
@@ -241,15 +245,20 @@ func productID(path string) (int64, bool) {
 	return id, err == nil && id > 0
 }
 
-// shortErr names a client-side failure without the URL, so equal failures
-// group together in the summary.
+// shortErr names a client-side failure without the URL or the addresses
+// (a raw connection's error names its own port), so equal failures group
+// together in the summary.
 func shortErr(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return "client timeout"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Op + ": " + oe.Err.Error()
 	}
 	return err.Error()
 }

@@ -76,8 +76,12 @@ var experiments = []experiment{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The lab's own children first. Each ends when its stdin closes, which
+	// is when the lab ends, however it ends; a Ctrl-C (sent to the whole
+	// process group) must not cut the links while the lab cleans up.
+	if _, child := os.LookupEnv(bareEnv); child || os.Getenv(linkEnv) != "" {
+		signal.Ignore(os.Interrupt)
+	}
 	if body, ok := os.LookupEnv(bareEnv); ok { // the hot-key experiment's bare handler
 		if err := runBare(body, os.Getenv(bareModeEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "lab: bare handler:", err)
@@ -92,8 +96,11 @@ func main() {
 		}
 		return
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
+		stop()
 		os.Exit(1)
 	}
 }

@@ -43,23 +43,33 @@ func dialRaw(ctx context.Context, base, warmPath string) (*rawConn, error) {
 		return nil, err
 	}
 	rc := &rawConn{c: c, br: bufio.NewReader(c), host: u.Host}
-	if r := rc.get(warmPath); r.Err != "" || r.Status != http.StatusOK {
+	if r := rc.get(ctx, warmPath); r.Err != "" || r.Status != http.StatusOK {
 		_ = c.Close()
 		return nil, fmt.Errorf("warming a connection to %s: %d %s", base, r.Status, r.Err)
 	}
 	return rc, nil
 }
 
-// get sends GET path and reads the whole answer, within clientTimeout.
-func (rc *rawConn) get(path string) Result {
-	r, _ := rc.getBody(path)
+// get sends GET path and reads the whole answer, within clientTimeout and
+// ctx's deadline; a ctx already done sends nothing.
+func (rc *rawConn) get(ctx context.Context, path string) Result {
+	r, _ := rc.getBody(ctx, path)
 	return r
 }
 
 // getBody is get, also returning the whole body.
-func (rc *rawConn) getBody(path string) (Result, []byte) {
+func (rc *rawConn) getBody(ctx context.Context, path string) (Result, []byte) {
 	start := time.Now()
-	_ = rc.c.SetDeadline(start.Add(clientTimeout))
+	deadline := start.Add(clientTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = rc.c.SetDeadline(deadline)
+	// After the deadline is set: a cancellation that set it to "now" a
+	// moment earlier must not be undone by it.
+	if err := ctx.Err(); err != nil {
+		return Result{Err: shortErr(err)}, nil
+	}
 	if _, err := io.WriteString(rc.c, "GET "+path+" HTTP/1.1\r\nHost: "+rc.host+"\r\nAccept: application/json\r\n\r\n"); err != nil {
 		return Result{Latency: time.Since(start), Err: shortErr(err)}, nil
 	}

@@ -17,7 +17,7 @@ func (l *Lab) row(ctx context.Context, x *Experiment, label string, n int, env m
 	x.Rows = append(x.Rows, r)
 	c, err := l.StartCluster(ctx, x.Name+"-"+slug(label), n, env, viaRedisProxy)
 	if err != nil {
-		return r, err
+		return r, errors.Join(err, l.dbProxy.Err(), l.redisProxy.Err())
 	}
 	link0 := l.dbProxy.Stats()
 	bodyErr := body(c, r)
