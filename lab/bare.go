@@ -36,9 +36,10 @@ func serveBare(ctx context.Context, body, mode string) (base string, stop func()
 	}
 	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- the lab re-runs itself
 	cmd.Env = append(os.Environ(), bareEnv+"="+body, bareModeEnv+"="+mode)
-	// Its stdin closes when the lab exits, however it exits: the handler
-	// then stops (runBare), as the links do.
-	if _, err := cmd.StdinPipe(); err != nil {
+	// Its stdin closes when the lab exits, however it exits, or calls
+	// stop: the handler then stops (runBare), as the links do.
+	in, err := cmd.StdinPipe()
+	if err != nil {
 		return "", nil, err
 	}
 	out, err := cmd.StdoutPipe()
@@ -48,7 +49,7 @@ func serveBare(ctx context.Context, body, mode string) (base string, stop func()
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	stop = func() { _ = in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() }
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		stop()

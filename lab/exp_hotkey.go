@@ -121,11 +121,11 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	}
 	if leanFailed > 0 {
 		x.note("the lean-client rows are not a measurement: %d of their requests failed", leanFailed)
-		return x
+	} else {
+		x.note("the lean-client rows (%d rounds, no check) show the same stacks driven as wrk would drive them: limiter off %.2f×, on %.2f× "+
+			"the bare handler; the goals are checked with net/http's client, which shares the cores as a service calling the API would",
+			hotKeyLeanRounds, pairedRatio(lean[1], lean[0]), pairedRatio(lean[2], lean[0]))
 	}
-	x.note("the lean-client rows (%d rounds, no check) show the same stacks driven as wrk would drive them: limiter off %.2f×, on %.2f× "+
-		"the bare handler; the goals are checked with net/http's client, which shares the cores as a service calling the API would",
-		hotKeyLeanRounds, pairedRatio(lean[1], lean[0]), pairedRatio(lean[2], lean[0]))
 	for i, r := range medians {
 		x.check(r.failed == 0, "%s: %d requests failed in the median round", labels[i], r.failed)
 	}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,5 +82,29 @@ func TestLinkProcess(t *testing.T) {
 	l.SetDelay(time.Second) // on a closed link: recorded, not silent
 	if l.Err() == nil {
 		t.Error("a control call on a closed link reported no error")
+	}
+}
+
+// TestBareHandlerLivesUntilStopped: the bare handler answers for as long
+// as the lab holds it, garbage collections included (its stdin pipe must
+// not be collected and closed), and its process ends with stop.
+func TestBareHandlerLivesUntilStopped(t *testing.T) {
+	// Under -race a process lingers a second at exit (GORACE atexit_sleep_ms),
+	// which would hide a handler that stopped at once.
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	base, stop, err := serveBare(context.Background(), `{"id":1}`, bareAsService)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(200 * time.Millisecond)
+	if r := get(context.Background(), base, "/products/1"); r.Status != 200 || !strings.Contains(r.Body, `"id":1`) {
+		t.Errorf("after garbage collections: %+v, want the body", r)
+	}
+	stop()
+	if r := get(context.Background(), base, "/products/1"); r.Err == "" {
+		t.Errorf("after stop: %+v, want no answer", r)
 	}
 }

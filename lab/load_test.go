@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDoProductReadsThroughTheClient: a product read goes through
@@ -106,4 +107,22 @@ func fakeAPI(seen func(*http.Request)) http.Handler {
 			_, _ = w.Write([]byte(`{"status":"ok"}`))
 		}
 	})
+}
+
+// TestClosedLoopSenders: both closed-loop senders keep one worker's
+// requests going back to back for the round and fail none of them.
+func TestClosedLoopSenders(t *testing.T) {
+	srv := httptest.NewServer(fakeAPI(func(*http.Request) {}))
+	defer srv.Close()
+	hc := newClient(4)
+	defer hc.CloseIdleConnections()
+	for name, open := range map[string]func(context.Context) (sender, func(), error){
+		"net/http":       viaNetHTTP(hc, srv.URL+"/products/1"),
+		"raw connection": viaRawConn(srv.URL, "/products/1"),
+	} {
+		r := closedLoop(context.Background(), 4, 200*time.Millisecond, open)
+		if r.failed != 0 || r.rps < 100 {
+			t.Errorf("%s: %+v, want no failure and requests back to back", name, r)
+		}
+	}
 }
