@@ -76,22 +76,9 @@ var experiments = []experiment{
 }
 
 func main() {
-	// The lab's own children first. Each ends when its stdin closes, which
-	// is when the lab ends, however it ends; a Ctrl-C (sent to the whole
-	// process group) must not cut the links while the lab cleans up.
-	if _, child := os.LookupEnv(bareEnv); child || os.Getenv(linkEnv) != "" {
-		signal.Ignore(os.Interrupt)
-	}
-	if body, ok := os.LookupEnv(bareEnv); ok { // the hot-key experiment's bare handler
-		if err := runBare(body, os.Getenv(bareModeEnv)); err != nil {
-			fmt.Fprintln(os.Stderr, "lab: bare handler:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	if target, ok := os.LookupEnv(linkEnv); ok { // a database or Redis link
-		if err := runLink(target, os.Getenv(linkPGEnv) == "true"); err != nil {
-			fmt.Fprintln(os.Stderr, "lab: link:", err)
+	if child, err := runChild(); child {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lab:", err)
 			os.Exit(1)
 		}
 		return
@@ -103,6 +90,29 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
+}
+
+// runChild serves, if the environment asks for one, a process the lab
+// starts of itself: the hot-key experiment's bare handler, or a database or
+// Redis link. Each ends when its stdin closes, which is when the lab ends,
+// however it ends; a Ctrl-C (sent to the whole process group) must not cut
+// the links while the lab cleans up. child is false for the lab itself.
+func runChild() (child bool, err error) {
+	if body, ok := os.LookupEnv(bareEnv); ok {
+		signal.Ignore(os.Interrupt)
+		if err := runBare(body, os.Getenv(bareModeEnv)); err != nil {
+			return true, fmt.Errorf("bare handler: %w", err)
+		}
+		return true, nil
+	}
+	if target, ok := os.LookupEnv(linkEnv); ok {
+		signal.Ignore(os.Interrupt)
+		if err := runLink(target, os.Getenv(linkPGEnv) == "true"); err != nil {
+			return true, fmt.Errorf("link: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
