@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -86,9 +85,9 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	medians := make([]hotKeyRound, len(targets))
 	ratios := make([]float64, len(targets))
 	for i := range targets {
-		medians[i] = medianRound(rounds[i])
+		medians[i] = medianBy(rounds[i], roundRPS)
 		ratios[i] = pairedRatio(rounds[i], rounds[0])
-		lo, hi := rpsRange(rounds[i])
+		lo, hi := rangeBy(rounds[i], roundRPS)
 		x.Table = append(x.Table, []string{labels[i], fmt.Sprintf("%.0f–%.0f", lo, hi), fmt.Sprintf("%.0f", medians[i].rps),
 			fmt.Sprintf("%.2f×", ratios[i]), fmtMs(ms(medians[i].p99))})
 	}
@@ -111,8 +110,8 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	}
 	leanFailed := 0
 	for i := range lean {
-		m := medianRound(lean[i])
-		lo, hi := rpsRange(lean[i])
+		m := medianBy(lean[i], roundRPS)
+		lo, hi := rangeBy(lean[i], roundRPS)
 		x.Table = append(x.Table, []string{labels[i] + ", lean client", fmt.Sprintf("%.0f–%.0f", lo, hi), fmt.Sprintf("%.0f", m.rps),
 			fmt.Sprintf("%.2f×", pairedRatio(lean[i], lean[0])), fmtMs(ms(m.p99))})
 		for _, r := range lean[i] {
@@ -131,6 +130,9 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	}
 	return x
 }
+
+// roundRPS is a round's throughput, the key its rounds are ordered by.
+func roundRPS(r hotKeyRound) float64 { return r.rps }
 
 // hotKeyRound is one closed-loop run against one target.
 type hotKeyRound struct {
@@ -164,22 +166,4 @@ func pairedRatio(a, b []hotKeyRound) float64 {
 		return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
 	}
 	return rs[len(rs)/2]
-}
-
-// rpsRange is the lowest and highest throughput of the rounds.
-func rpsRange(rs []hotKeyRound) (lo, hi float64) {
-	for i, r := range rs {
-		if i == 0 || r.rps < lo {
-			lo = r.rps
-		}
-		hi = max(hi, r.rps)
-	}
-	return lo, hi
-}
-
-// medianRound is the round with the median throughput.
-func medianRound(rs []hotKeyRound) hotKeyRound {
-	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b hotKeyRound) int { return cmp.Compare(a.rps, b.rps) })
-	return s[len(s)/2]
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -73,7 +71,7 @@ func (l *Lab) swr(ctx context.Context) *Experiment {
 			return nil
 		})
 		if len(rounds) == row.rounds {
-			m := medianSWRRound(rounds)
+			m := medianBy(rounds, burstP99)
 			b, burst := m.phase.Load, m.phase
 			p99[row.kind] = b.P99Ms
 			served := "-"
@@ -82,7 +80,7 @@ func (l *Lab) swr(ctx context.Context) *Experiment {
 			}
 			p99Cell := fmtMs(b.P99Ms)
 			if row.rounds > 1 {
-				lo, hi := p99Range(rounds)
+				lo, hi := rangeBy(rounds, burstP99)
 				p99Cell = fmt.Sprintf("%s (median of %d; %s–%s)", fmtMs(b.P99Ms), row.rounds, fmtMs(lo), fmtMs(hi))
 			}
 			r.Figures["old_value_answers"] = float64(m.old)
@@ -201,21 +199,8 @@ func (l *Lab) swrRound(ctx context.Context, c *Cluster, r *Row, kind, name strin
 	return sr, nil
 }
 
-// medianSWRRound is the round with the median burst p99.
-func medianSWRRound(rs []swrRound) swrRound {
-	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b swrRound) int { return cmp.Compare(a.phase.Load.P99Ms, b.phase.Load.P99Ms) })
-	return s[len(s)/2]
-}
-
-// p99Range is the lowest and highest burst p99 of the rounds.
-func p99Range(rs []swrRound) (lo, hi float64) {
-	lo, hi = rs[0].phase.Load.P99Ms, rs[0].phase.Load.P99Ms
-	for _, sr := range rs[1:] {
-		lo, hi = min(lo, sr.phase.Load.P99Ms), max(hi, sr.phase.Load.P99Ms)
-	}
-	return lo, hi
-}
+// burstP99 is a round's burst p99, the key its rounds are ordered by.
+func burstP99(sr swrRound) float64 { return sr.phase.Load.P99Ms }
 
 // everyRound notes, in a check, that it held in each of n rounds.
 func everyRound(n int) string {

@@ -256,3 +256,23 @@ func TestPairedRatio(t *testing.T) {
 		})
 	}
 }
+
+// TestMedianAndRangeBy: the element with the median key (the upper middle
+// for an even count) and the lowest and highest keys, whatever the order.
+func TestMedianAndRangeBy(t *testing.T) {
+	id := func(f float64) float64 { return f }
+	tests := []struct {
+		xs             []float64
+		median, lo, hi float64
+	}{
+		{[]float64{3}, 3, 3, 3},
+		{[]float64{9, 1, 5}, 5, 1, 9},
+		{[]float64{4, 1, 3, 2}, 3, 1, 4},
+	}
+	for _, tt := range tests {
+		lo, hi := rangeBy(tt.xs, id)
+		if m := medianBy(tt.xs, id); m != tt.median || lo != tt.lo || hi != tt.hi {
+			t.Errorf("%v: median %v, range %v–%v; want %v, %v–%v", tt.xs, m, lo, hi, tt.median, tt.lo, tt.hi)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -94,4 +95,21 @@ func statusSummary(m map[string]int) string {
 		return "-"
 	}
 	return out
+}
+
+// medianBy is the element of xs (not empty) with the median key: the upper
+// of the middle two for an even count, since it must be one of them.
+func medianBy[T any](xs []T, key func(T) float64) T {
+	s := slices.Clone(xs)
+	slices.SortFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return s[len(s)/2]
+}
+
+// rangeBy is the lowest and highest key of xs (not empty).
+func rangeBy[T any](xs []T, key func(T) float64) (lo, hi float64) {
+	lo, hi = key(xs[0]), key(xs[0])
+	for _, x := range xs[1:] {
+		lo, hi = min(lo, key(x)), max(hi, key(x))
+	}
+	return lo, hi
 }
