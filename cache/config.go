@@ -179,6 +179,11 @@ type Config struct {
 	// another key, or written without the key — is a miss, replaced by a
 	// load. All instances must share it. The Cache keeps its own copy.
 	SigningKey []byte
+
+	// pollFirst is a waiter's first poll interval (default pollStart);
+	// tests that must tell a signal's wake-up from a poll's push it past
+	// the load they wait for (export_test.go).
+	pollFirst time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -197,6 +202,7 @@ func (c Config) withDefaults() Config {
 	def(&c.LockWait, 2*time.Second)
 	def(&c.LoadTimeout, c.LockTTL)
 	def(&c.RefreshRetry, pollStart)
+	def(&c.pollFirst, pollStart)
 	// Never longer than a lock lives: a holder that died must not keep
 	// the others from refreshing after its lock expired.
 	c.RefreshRetry = min(c.RefreshRetry, c.LockTTL)

@@ -25,7 +25,7 @@ const (
 // WaiterLoad, loads the value itself).
 func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entry, error) {
 	deadline := c.now().Add(c.cfg.LockWait)
-	backoff := pollStart
+	backoff := c.cfg.pollFirst
 	holder := ""
 	woken, stop := c.fills.watch(key) // before the first read that may miss
 	defer stop()
@@ -106,7 +106,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		case <-t.C:
 			wait.polls++
 		}
-		backoff = min(2*backoff, pollCap)
+		backoff = min(2*backoff, max(pollCap, c.cfg.pollFirst))
 	}
 }
 

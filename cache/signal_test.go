@@ -14,7 +14,11 @@ import (
 
 // TestFillSignalWakesWaiters: while instance A loads 20 cold keys, instance
 // B's waiters for them are woken by A's fill signals rather than finding the
-// values at a poll; with signals on another channel, they only poll.
+// values at a poll; with signals on another channel, they only poll. B's
+// first poll comes after 1–2 s, well past A's 300 ms loads: with the usual
+// 10–20 ms start, a poll landing between A's store and its PUBLISH (a
+// round trip later, longer on a busy machine) found the value first and
+// the count measured the machine.
 func TestFillSignalWakesWaiters(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -30,7 +34,7 @@ func TestFillSignalWakesWaiters(t *testing.T) {
 			ctx := context.Background()
 			ch := "filled:" + dbtest.Unique()
 			cfgA := cache.Config{Mode: cache.ModeLock, FillChannel: ch}
-			cfgB := cfgA
+			cfgB := cache.WithFirstPoll(cfgA, 2*time.Second)
 			if !tc.sameChannel {
 				cfgB.FillChannel = "filled:" + dbtest.Unique()
 			}
