@@ -103,9 +103,10 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 	}
 	chain := func(class string, q *db.Pool, maxWaiting int64, shed middleware.ShedMode, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
 		// The class rides in the context to the pool's gate, which turns it
-		// into a share of the request's deadline (db/admission.go). First
-		// in the chain: a key lookup (auth.Identify) reaches the pool too.
-		hs := []gin.HandlerFunc{priority(classPriority[class])}
+		// into a share of the request's deadline and a queue cap
+		// (db/admission.go). First in the chain: a key lookup
+		// (auth.Identify) reaches the pool too, within the class's cap.
+		hs := []gin.HandlerFunc{markClass(&db.Class{Priority: classPriority[class], MaxWaiting: maxWaiting, Capped: true})}
 		if keyLim != nil {
 			// A valid key, wherever presented, gets its own budget.
 			hs = append(hs, auth.Identify())
@@ -115,7 +116,9 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 		}
 		hs = append(hs, before...) // after the rate limit, before anything scarce
 		return append(hs,
-			middleware.Shed(q, maxWaiting, shed, db.WithMaxWaiting, refused("shed", class)),
+			// Not marked again: markClass carries the cap (one context
+			// value and one request copy per request, not two).
+			middleware.Shed(q, maxWaiting, shed, nil, refused("shed", class)),
 			middleware.Limit(concurrency, refused("concurrency", class)),
 		)
 	}
@@ -137,10 +140,10 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 // classPriority maps a route class to the pool gate's priority.
 var classPriority = map[string]db.Priority{"critical": db.Critical, "normal": db.Normal, "low": db.Low}
 
-// priority marks each request with its class for the pool's gate.
-func priority(p db.Priority) gin.HandlerFunc {
+// markClass marks each request with its class for the pool's gate.
+func markClass(cls *db.Class) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		c.Request = c.Request.WithContext(db.WithPriority(c.Request.Context(), p))
+		c.Request = c.Request.WithContext(db.WithClass(c.Request.Context(), cls))
 		c.Next()
 	}
 }

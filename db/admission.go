@@ -48,17 +48,42 @@ const (
 	AdmitDeadline Admission = "deadline"
 )
 
-type priorityKey struct{}
+// Class is what a request's route class asks of the pool's door: its
+// priority and the longest queue it may join. A route class builds one at
+// start and marks each request with it (WithClass): one context value, and
+// no allocation but that value's, on a path that mostly never reaches the
+// pool (a cached read).
+type Class struct {
+	Priority Priority
+	// MaxWaiting applies only when Capped (WithMaxWaiting).
+	MaxWaiting int64
+	Capped     bool
+}
 
-// WithPriority marks ctx with the class of the request it carries.
+type classKey struct{}
+
+// WithClass marks ctx with c, which must not change afterwards (it is
+// shared by every request of the class).
+func WithClass(ctx context.Context, c *Class) context.Context {
+	return context.WithValue(ctx, classKey{}, c)
+}
+
+func classOf(ctx context.Context) Class {
+	if c, _ := ctx.Value(classKey{}).(*Class); c != nil {
+		return *c
+	}
+	return Class{}
+}
+
+// WithPriority marks ctx with the class of the request it carries,
+// keeping a queue cap marked before.
 func WithPriority(ctx context.Context, p Priority) context.Context {
-	return context.WithValue(ctx, priorityKey{}, p)
+	c := classOf(ctx)
+	c.Priority = p
+	return WithClass(ctx, &c)
 }
 
-func priorityOf(ctx context.Context) Priority {
-	p, _ := ctx.Value(priorityKey{}).(Priority)
-	return p
-}
+func priorityOf(ctx context.Context) Priority { return classOf(ctx).Priority }
 
 // lifoAfter is how long the queue must stay non-empty before the gate
 // serves the newest waiter first: a queue that never drains means the

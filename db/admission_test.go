@@ -186,3 +186,36 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 		}
 	}
 }
+
+// TestClassMarks: a request's priority and queue cap ride in one context
+// value however they were marked, and a later mark keeps the earlier one.
+func TestClassMarks(t *testing.T) {
+	bg := context.Background()
+	shared := &Class{Priority: Low, MaxWaiting: 3, Capped: true}
+	cases := []struct {
+		name     string
+		ctx      context.Context
+		want     Priority
+		wantMax  int64
+		wantCaps bool
+	}{
+		{"unmarked: normal, no cap", bg, Normal, 0, false},
+		{"priority only", WithPriority(bg, Critical), Critical, 0, false},
+		{"cap only", WithMaxWaiting(bg, 0), Normal, 0, true},
+		{"priority, then cap", WithMaxWaiting(WithPriority(bg, Low), 5), Low, 5, true},
+		{"cap, then priority", WithPriority(WithMaxWaiting(bg, 7), Critical), Critical, 7, true},
+		{"a class built once", WithClass(bg, shared), Low, 3, true},
+		{"a class, then a cap: the class is not changed", WithMaxWaiting(WithClass(bg, shared), 9), Low, 9, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, capped := maxWaiting(tc.ctx)
+			if p := priorityOf(tc.ctx); p != tc.want || n != tc.wantMax || capped != tc.wantCaps {
+				t.Errorf("got priority %d, cap %d (%v); want %d, %d (%v)", p, n, capped, tc.want, tc.wantMax, tc.wantCaps)
+			}
+		})
+	}
+	if shared.MaxWaiting != 3 {
+		t.Errorf("a later mark changed the shared class: MaxWaiting %d, want 3", shared.MaxWaiting)
+	}
+}

@@ -30,9 +30,9 @@ const (
 // Shed admits requests of one priority class against the queue of the pool
 // they use. maxWaiting is the longest queue the class may join: small for
 // low-value work (reports), larger for checkout, so the low class is shed
-// first. Every request carries its limit in the context (through mark), so
-// the pool refuses it at the moment it would queue. mode says whether the
-// limit is also checked at the door.
+// first. Every request carries its limit in the context (through mark, or
+// marked before when mark is nil), so the pool refuses it at the moment it
+// would queue. mode says whether the limit is also checked at the door.
 func Shed(q Queue, maxWaiting int64, mode ShedMode, mark func(context.Context, int64) context.Context, onShed func(*gin.Context)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if mode == ShedAtDoor && q.Waiting() >= maxWaiting {
@@ -42,7 +42,9 @@ func Shed(q Queue, maxWaiting int64, mode ShedMode, mark func(context.Context, i
 			Refuse(c, statusUnavailable, "overloaded, retry later", q.DrainEstimate())
 			return
 		}
-		c.Request = c.Request.WithContext(mark(c.Request.Context(), maxWaiting))
+		if mark != nil {
+			c.Request = c.Request.WithContext(mark(c.Request.Context(), maxWaiting))
+		}
 		c.Next()
 	}
 }
