@@ -32,9 +32,17 @@ type HTTPCache struct {
 
 // noStore is every response's default: writes, orders, reports, errors and
 // probes must never be served from a shared cache. Product reads override it.
-func noStore(c *gin.Context) {
-	c.Header("Cache-Control", "no-store")
-	c.Next()
+//
+// Every response shares one value slice, set by map index in net/http's
+// spelling: c.Header's re-spelling and one-value slice were an allocation
+// per request. Its capacity is its length, so a later Add appends to a
+// copy; nothing writes into a header's values in place.
+func noStore() gin.HandlerFunc {
+	v := []string{"no-store"}
+	return func(c *gin.Context) {
+		c.Writer.Header()["Cache-Control"] = v[:1:1]
+		c.Next()
+	}
 }
 
 // found is the Cache-Control of a product that exists.

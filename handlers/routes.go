@@ -10,7 +10,7 @@ import (
 // depends on a route's priority is passed per group by the caller.
 func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, metrics http.Handler, classes Classes) {
 	r.HandleMethodNotAllowed = true
-	r.Use(noStore)
+	r.Use(noStore())
 	r.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "no such route") })
 	r.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
 
