@@ -101,7 +101,7 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 	refused := func(reason, class string) func(*gin.Context) {
 		return func(*gin.Context) { m.refusedBy(reason, class) }
 	}
-	chain := func(class string, q *db.Pool, maxWaiting int64, shed middleware.ShedMode, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
+	chain := func(class string, q *db.Pool, maxWaiting int64, shedAtDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
 		// The class rides in the context to the pool's gate, which turns it
 		// into a share of the request's deadline and a queue cap
 		// (db/admission.go). First in the chain: a key lookup
@@ -115,12 +115,10 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 			hs = append(hs, middleware.RateLimitPer(lim, keyLim, log, refused("rate_limited", class)))
 		}
 		hs = append(hs, before...) // after the rate limit, before anything scarce
-		return append(hs,
-			// Not marked again: markClass carries the cap (one context
-			// value and one request copy per request, not two).
-			middleware.Shed(q, maxWaiting, shed, nil, refused("shed", class)),
-			middleware.Limit(concurrency, refused("concurrency", class)),
-		)
+		if shedAtDoor {
+			hs = append(hs, middleware.Shed(q, maxWaiting, refused("shed", class)))
+		}
+		return append(hs, middleware.Limit(concurrency, refused("concurrency", class)))
 	}
 	limit := int64(cfg.ShedMaxWaiting)
 	// Bodies are read whole before shedding and the concurrency limit, so
@@ -129,9 +127,11 @@ func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *
 		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
 	})
 	classes := handlers.Classes{
-		Critical: chain("critical", mainPool, 2*limit, middleware.ShedAtDoor, cfg.LimitCritical, readBody),
-		Normal:   chain("normal", mainPool, limit, middleware.ShedAtPool, cfg.LimitNormal),
-		Low:      chain("low", reportsPool, max(1, limit/4), middleware.ShedAtDoor, cfg.LimitLow),
+		// Normal reads are mostly cached: only the pool refuses them, at
+		// the moment one would queue; a read served from the cache never is.
+		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical, readBody),
+		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
+		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
 	}
 	classes.Authorize = auth.Require()
 	return classes

@@ -40,7 +40,7 @@ func (p Priority) share() float64 {
 type Admission string
 
 const (
-	// AdmitQueue: only the queue length of WithMaxWaiting refuses. It is
+	// AdmitQueue: only the queue cap of the caller's Class refuses. It is
 	// what the zero value means.
 	AdmitQueue Admission = "queue"
 	// AdmitDeadline: also a caller whose predicted queue wait does not fit
@@ -49,13 +49,15 @@ const (
 )
 
 // Class is what a request's route class asks of the pool's door: its
-// priority and the longest queue it may join. A route class builds one at
-// start and marks each request with it (WithClass): one context value, and
-// no allocation but that value's, on a path that mostly never reaches the
-// pool (a cached read).
+// priority and the longest queue it may join. Lower priorities carry a
+// smaller cap, so under overload they are refused first, each at the
+// moment it would need a connection: a read served from the cache is never
+// refused. A route class builds one at start and marks each request with
+// it (WithClass): one context value, and no allocation but that value's,
+// on a path that mostly never reaches the pool.
 type Class struct {
 	Priority Priority
-	// MaxWaiting applies only when Capped (WithMaxWaiting).
+	// MaxWaiting applies only when Capped.
 	MaxWaiting int64
 	Capped     bool
 }
@@ -75,15 +77,12 @@ func classOf(ctx context.Context) Class {
 	return Class{}
 }
 
-// WithPriority marks ctx with the class of the request it carries,
-// keeping a queue cap marked before.
-func WithPriority(ctx context.Context, p Priority) context.Context {
-	c := classOf(ctx)
-	c.Priority = p
-	return WithClass(ctx, &c)
-}
-
 func priorityOf(ctx context.Context) Priority { return classOf(ctx).Priority }
+
+func maxWaiting(ctx context.Context) (int64, bool) {
+	c := classOf(ctx)
+	return c.MaxWaiting, c.Capped
+}
 
 // lifoAfter is how long the queue must stay non-empty before the gate
 // serves the newest waiter first: a queue that never drains means the
@@ -121,7 +120,7 @@ type entry struct {
 	// share of its remaining deadline (Config.Admission).
 	byDeadline bool
 	// maxWaiting, when hasMax, is the longest queue the caller may join
-	// (WithMaxWaiting).
+	// (its Class).
 	maxWaiting int64
 	hasMax     bool
 }

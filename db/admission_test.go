@@ -18,7 +18,7 @@ func fullGate(t *testing.T, conns, reserved int) (*gate, []func()) {
 	g := newGate(conns, reserved)
 	var held []func()
 	for range conns {
-		leave, err := g.enter(WithPriority(context.Background(), Critical), fixedWait(0), entry{byDeadline: true})
+		leave, err := g.enter(WithClass(context.Background(), &Class{Priority: Critical}), fixedWait(0), entry{byDeadline: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
 	}
 	for _, tc := range cases {
 		g, held := fullGate(t, 1, 0)
-		ctx, cancel := context.WithTimeout(WithPriority(context.Background(), tc.priority), time.Second)
+		ctx, cancel := context.WithTimeout(WithClass(context.Background(), &Class{Priority: tc.priority}), time.Second)
 		start := time.Now()
 		done := enterLater(ctx, g, fixedWait(tc.wait))
 		if !tc.refused {
@@ -124,7 +124,7 @@ func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 // taken by reads, a read queues but checkout is served at once.
 func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 	g := newGate(3, 1)
-	read := WithPriority(context.Background(), Normal)
+	read := WithClass(context.Background(), &Class{Priority: Normal})
 	for range 2 {
 		if _, err := g.enter(read, fixedWait(0), entry{byDeadline: true}); err != nil {
 			t.Fatal(err)
@@ -137,7 +137,7 @@ func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 		leave()
 	}
 	start := time.Now()
-	cctx, ccancel := context.WithTimeout(WithPriority(context.Background(), Critical), time.Second)
+	cctx, ccancel := context.WithTimeout(WithClass(context.Background(), &Class{Priority: Critical}), time.Second)
 	defer ccancel()
 	leave, err := g.enter(cctx, fixedWait(0), entry{byDeadline: true})
 	if err != nil || time.Since(start) > 10*time.Millisecond {
@@ -163,7 +163,7 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		now = now.Add(2 * lifoAfter)
-		ctx, cancel := context.WithTimeout(WithPriority(context.Background(), tc.priority), 2*time.Second)
+		ctx, cancel := context.WithTimeout(WithClass(context.Background(), &Class{Priority: tc.priority}), 2*time.Second)
 		start := time.Now()
 		done := enterLater(ctx, g, 10*time.Millisecond)
 		var err error
@@ -188,10 +188,9 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 }
 
 // TestClassMarks: a request's priority and queue cap ride in one context
-// value however they were marked, and a later mark keeps the earlier one.
+// value, the class's own; an unmarked request is normal and uncapped.
 func TestClassMarks(t *testing.T) {
 	bg := context.Background()
-	shared := &Class{Priority: Low, MaxWaiting: 3, Capped: true}
 	cases := []struct {
 		name     string
 		ctx      context.Context
@@ -200,12 +199,10 @@ func TestClassMarks(t *testing.T) {
 		wantCaps bool
 	}{
 		{"unmarked: normal, no cap", bg, Normal, 0, false},
-		{"priority only", WithPriority(bg, Critical), Critical, 0, false},
-		{"cap only", WithMaxWaiting(bg, 0), Normal, 0, true},
-		{"priority, then cap", WithMaxWaiting(WithPriority(bg, Low), 5), Low, 5, true},
-		{"cap, then priority", WithPriority(WithMaxWaiting(bg, 7), Critical), Critical, 7, true},
-		{"a class built once", WithClass(bg, shared), Low, 3, true},
-		{"a class, then a cap: the class is not changed", WithMaxWaiting(WithClass(bg, shared), 9), Low, 9, true},
+		{"priority only", WithClass(bg, &Class{Priority: Critical}), Critical, 0, false},
+		{"a cap of 0", WithClass(bg, &Class{Capped: true}), Normal, 0, true},
+		{"priority and cap", WithClass(bg, &Class{Priority: Low, MaxWaiting: 3, Capped: true}), Low, 3, true},
+		{"the innermost class wins", WithClass(WithClass(bg, &Class{Priority: Low, MaxWaiting: 3, Capped: true}), &Class{Priority: Critical}), Critical, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,8 +211,5 @@ func TestClassMarks(t *testing.T) {
 				t.Errorf("got priority %d, cap %d (%v); want %d, %d (%v)", p, n, capped, tc.want, tc.wantMax, tc.wantCaps)
 			}
 		})
-	}
-	if shared.MaxWaiting != 3 {
-		t.Errorf("a later mark changed the shared class: MaxWaiting %d, want 3", shared.MaxWaiting)
 	}
 }

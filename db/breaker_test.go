@@ -52,7 +52,7 @@ func TestBreakerExcludesCallerErrors(t *testing.T) {
 	proxy.SetDown(true)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	shed := db.WithMaxWaiting(context.Background(), 0)
+	shed := db.WithClass(context.Background(), &db.Class{Capped: true}) // a queue cap of 0
 	calls := []struct {
 		ctx     context.Context
 		want    error

@@ -43,7 +43,7 @@ type Config struct {
 	// Admission is what refuses a caller at the door (admission.go):
 	// AdmitDeadline also one whose predicted queue wait does not fit its
 	// share of its remaining deadline. Default AdmitQueue: only
-	// WithMaxWaiting's cap refuses.
+	// the queue cap of the caller's Class refuses.
 	Admission Admission
 	// Tracer sees every query (e.g. OpenTelemetry spans); nil: none.
 	Tracer pgx.QueryTracer

@@ -103,8 +103,8 @@ func (p *Pool) admit(ctx context.Context) (func(), error) {
 
 // acquire takes a connection, waiting at most the acquire timeout: the
 // step of With after the gate. The wait is counted in Waiting. A request
-// whose priority allows a shorter queue than the current one (see
-// WithMaxWaiting) is refused at once with a RefusedError; a saturated pool
+// whose class allows a shorter queue than the current one (see Class) is
+// refused at once with a RefusedError; a saturated pool
 // yields ErrAcquireTimeout; a caller whose own context ends yields its
 // context error.
 func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, error) {

@@ -1,7 +1,6 @@
 package db
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -33,21 +32,6 @@ func (e *RefusedError) Unwrap() error { return e.Reason }
 
 // RetryHint is when a retry can succeed.
 func (e *RefusedError) RetryHint() time.Duration { return e.RetryAfter }
-
-// WithMaxWaiting marks ctx with the longest pool queue its request may join.
-// Requests of a lower priority carry a smaller number, so under overload
-// they are refused first, and each is refused at the moment it would need a
-// connection — a product read served from the cache is never refused.
-func WithMaxWaiting(ctx context.Context, n int64) context.Context {
-	c := classOf(ctx)
-	c.MaxWaiting, c.Capped = n, true
-	return WithClass(ctx, &c)
-}
-
-func maxWaiting(ctx context.Context) (int64, bool) {
-	c := classOf(ctx)
-	return c.MaxWaiting, c.Capped
-}
 
 // DrainEstimate is how long the current queue needs to drain: waiters ×
 // average connection hold time ÷ pool size, at least one second. It is the

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -14,36 +13,21 @@ type Queue interface {
 	DrainEstimate() time.Duration
 }
 
-// ShedMode says where Shed may refuse a request.
-type ShedMode int
-
-const (
-	// ShedAtPool: only the pool refuses, at the moment the request would
-	// queue for a connection; a read served from the cache never is.
-	ShedAtPool ShedMode = iota
-	// ShedAtDoor: also before the handler runs, when the queue is already
-	// full: for classes whose every request needs the database, that
-	// refusal costs nothing at all.
-	ShedAtDoor
-)
-
-// Shed admits requests of one priority class against the queue of the pool
-// they use. maxWaiting is the longest queue the class may join: small for
-// low-value work (reports), larger for checkout, so the low class is shed
-// first. Every request carries its limit in the context (through mark, or
-// marked before when mark is nil), so the pool refuses it at the moment it
-// would queue. mode says whether the limit is also checked at the door.
-func Shed(q Queue, maxWaiting int64, mode ShedMode, mark func(context.Context, int64) context.Context, onShed func(*gin.Context)) gin.HandlerFunc {
+// Shed refuses a request at the door, before the handler runs, while the
+// queue of the pool it needs already holds maxWaiting: for classes whose
+// every request needs the database (checkout, reports), that refusal costs
+// nothing at all. maxWaiting is the longest queue the class may join: small
+// for low-value work, larger for checkout, so the low class is shed first.
+// The pool itself refuses a request at the moment it would queue past its
+// class's cap (db.Class), which is all a class of mostly cached reads needs.
+func Shed(q Queue, maxWaiting int64, onShed func(*gin.Context)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if mode == ShedAtDoor && q.Waiting() >= maxWaiting {
+		if q.Waiting() >= maxWaiting {
 			if onShed != nil {
 				onShed(c)
 			}
 			Refuse(c, statusUnavailable, "overloaded, retry later", q.DrainEstimate())
 			return
-		}
-		if mark != nil {
-			c.Request = c.Request.WithContext(mark(c.Request.Context(), maxWaiting))
 		}
 		c.Next()
 	}

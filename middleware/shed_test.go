@@ -1,7 +1,6 @@
 package middleware_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -35,8 +34,6 @@ type fakeQueue struct {
 func (q *fakeQueue) Waiting() int64               { return q.waiting.Load() }
 func (q *fakeQueue) DrainEstimate() time.Duration { return q.drain }
 
-type markKey struct{}
-
 func serve(e http.Handler) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
@@ -47,33 +44,25 @@ func TestShed(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	cases := []struct {
 		name           string
-		mode           middleware.ShedMode
 		waiting        int64
 		drain          time.Duration
 		wantStatus     int
 		wantRetryAfter string
 	}{
-		{"under the threshold passes", middleware.ShedAtDoor, 3, time.Second, 200, ""},
-		{"at the threshold is shed", middleware.ShedAtDoor, 4, 1500 * time.Millisecond, 503, "2"},
-		{"far above is shed", middleware.ShedAtDoor, 40, 3 * time.Second, 503, "3"},
-		{"sub-second drain rounds up to 1", middleware.ShedAtDoor, 4, 10 * time.Millisecond, 503, "1"},
-		{"not at the door: passes, the pool decides", middleware.ShedAtPool, 40, time.Second, 200, ""},
+		{"under the threshold passes", 3, time.Second, 200, ""},
+		{"at the threshold is shed", 4, 1500 * time.Millisecond, 503, "2"},
+		{"far above is shed", 40, 3 * time.Second, 503, "3"},
+		{"sub-second drain rounds up to 1", 4, 10 * time.Millisecond, 503, "1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &fakeQueue{drain: tc.drain}
 			q.waiting.Store(tc.waiting)
-			var marked, shed atomic.Int64
-			marked.Store(-1)
-			mark := func(ctx context.Context, n int64) context.Context {
-				marked.Store(n)
-				return context.WithValue(ctx, markKey{}, n)
-			}
+			var shed, handled atomic.Int64
 			e := gin.New()
-			e.Use(middleware.Shed(q, 4, tc.mode, mark, func(*gin.Context) { shed.Add(1) }))
-			var seen any
+			e.Use(middleware.Shed(q, 4, func(*gin.Context) { shed.Add(1) }))
 			e.GET("/", func(c *gin.Context) {
-				seen = c.Request.Context().Value(markKey{})
+				handled.Add(1)
 				c.Status(http.StatusOK)
 			})
 			w := serve(e)
@@ -83,15 +72,12 @@ func TestShed(t *testing.T) {
 			if got := w.Header().Get("Retry-After"); got != tc.wantRetryAfter {
 				t.Errorf("Retry-After: got %q, want %q", got, tc.wantRetryAfter)
 			}
-			if tc.wantStatus == http.StatusOK {
-				if marked.Load() != 4 || seen != int64(4) {
-					t.Errorf("mark got %d and the handler saw %v, want 4 and 4", marked.Load(), seen)
-				}
-				if shed.Load() != 0 {
-					t.Errorf("onShed calls: got %d, want 0", shed.Load())
-				}
-			} else if shed.Load() != 1 || marked.Load() != -1 {
-				t.Errorf("onShed calls %d, mark got %d; want 1 and no mark (-1)", shed.Load(), marked.Load())
+			wantShed, wantHandled := int64(0), int64(1)
+			if tc.wantStatus != http.StatusOK {
+				wantShed, wantHandled = 1, 0
+			}
+			if shed.Load() != wantShed || handled.Load() != wantHandled {
+				t.Errorf("onShed calls %d, handler runs %d; want %d and %d", shed.Load(), handled.Load(), wantShed, wantHandled)
 			}
 		})
 	}
