@@ -31,7 +31,7 @@ test: services ## run every test (real PostgreSQL and Redis; -race)
 	@mkdir -p bin && rm -f $(SKIPPED_CHECKS_FILE)
 	@status=0; \
 	$(GO) test -race -count=1 ./... || status=$$?; \
-	(cd checks && $(GO) test -race -count=1 ./...) || status=$$?; \
+	(cd tools/checks && $(GO) test -race -count=1 ./...) || status=$$?; \
 	if [ -s $(SKIPPED_CHECKS_FILE) ]; then \
 		echo "optional checks left out: $$(sort -u $(SKIPPED_CHECKS_FILE) | paste -sd ';' - | sed 's/;/; /g')"; \
 	else \
@@ -41,7 +41,7 @@ test: services ## run every test (real PostgreSQL and Redis; -race)
 
 vet: ## go vet both modules
 	$(GO) vet ./...
-	cd checks && $(GO) vet ./...
+	cd tools/checks && $(GO) vet ./...
 
 # Fuzz the id, ETag, bearer-token and JSON-body parsers, FUZZTIME each (their
 # seed corpora already run as plain tests in `make test`).
@@ -54,12 +54,12 @@ fuzz: ## fuzz the request parsers for FUZZTIME each (default 10s)
 
 # gosec (pinned, fetched from the module proxy on first use) over the app,
 # its packages, the client and the examples, against the reviewed baseline of
-# accepted findings (scripts/gosec-baseline.txt: every `#nosec` in the code
+# accepted findings (tools/scripts/gosec-baseline.txt: every `#nosec` in the code
 # is listed there, and only those); then govulncheck, which prints one line
 # and is skipped when its database (VULNDB, default https://vuln.go.dev)
 # cannot be reached.
 security: ## gosec against its reviewed baseline, and govulncheck (skipped with one line when offline)
-	@GO="$(GO)" bash scripts/security.sh
+	@GO="$(GO)" bash tools/scripts/security.sh
 
 bench: services ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -69,8 +69,8 @@ bench: services ## run the benchmarks
 # the course's experiments and their before/after tables (about 2-3 minutes).
 # Every experiment on 5 instances, then the cold-key stampede on 20.
 lab: build services ## run the lab's experiments (Redis db 10: empty, or the lab's own)
-	$(GO) run ./lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
-	$(GO) run ./lab -only cold-key -instances 20 -per-instance 10 -out lab-results/20-instances -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
+	$(GO) run ./tools/lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
+	$(GO) run ./tools/lab -only cold-key -instances 20 -per-instance 10 -out lab-results/20-instances -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 
 # gofmt, go vet and staticcheck (fetched from the module proxy on first use).
 lint: vet ## gofmt, go vet and staticcheck
@@ -80,4 +80,4 @@ lint: vet ## gofmt, go vet and staticcheck
 # Checks that PostgreSQL and Redis answer; starts them with docker compose
 # when Docker works, else fails with one line saying what to start.
 services: ## check PostgreSQL and Redis answer (start them with docker compose if possible)
-	@bash scripts/services.sh
+	@bash tools/scripts/services.sh

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 func value(context.Context) ([]byte, error) {

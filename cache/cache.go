@@ -28,7 +28,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/stampede-guard/api/cache/internal/redislock"
-	"github.com/stampede-guard/api/redisconn"
+	"github.com/stampede-guard/api/internal/redisconn"
 )
 
 // ErrLockTimeout means a waiter gave up after LockWait without seeing the

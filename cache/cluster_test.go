@@ -13,8 +13,8 @@ import (
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/cache/internal/redislock"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/internal/rediscluster"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
 
 // backend is one kind of Redis the cache must work on unchanged.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // crc16 is CRC16-XMODEM (poly 0x1021, init 0), the checksum Redis Cluster

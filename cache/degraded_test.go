@@ -11,7 +11,7 @@ import (
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestRedisDownCapsDirectLoads: with Redis unreachable, 50 concurrent reads

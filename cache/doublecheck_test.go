@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestDoubleCheckReadsTheEntry: the copies hold an older, soft-expired

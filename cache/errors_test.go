@@ -10,7 +10,7 @@ import (
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/cache/internal/redislock"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 var errBoom = errors.New("database is on fire")

@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/internal/rediscluster"
-	"github.com/stampede-guard/api/redisconn"
+	"github.com/stampede-guard/api/internal/redisconn"
+	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
 
 // failoverAddrs are the nodes of a cluster of this test's own (it kills a

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // hotKeys is a HotSet the test changes as it goes, as a detector would.

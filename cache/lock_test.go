@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestLockExpiresDuringSlowLoad is the lab's lock-ttl experiment: a 100 ms lock

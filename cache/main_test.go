@@ -11,8 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/internal/rediscluster"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: a

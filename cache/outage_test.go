@@ -11,11 +11,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/redisconn"
+	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/redisconn"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // outageInstance is one app instance of TestRedisOutageOneLoadPerKey: its

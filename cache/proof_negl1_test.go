@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/netproxy"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/netproxy"
 )
 
 // countMentions returns a netproxy observer that counts, in n, the commands

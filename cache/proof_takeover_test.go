@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestWaitRestartsWhenLockChangesHands: a waiter that sees the lock pass to

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/internal/rediscluster"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
 
 // keyLog is a go-redis hook that records the keys of the GETs a client

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestFillSignalWakesWaiters: while instance A loads 20 cold keys, instance

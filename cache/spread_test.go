@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/internal/rediscluster"
+	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
 
 // getCounter is a go-redis hook counting, per node, the GETs of keys under

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestSWRServesStaleWhileOneRefreshRuns is the classic SWR measurement

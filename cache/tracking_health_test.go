@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/netproxy"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/netproxy"
 )
 
 // TestTrackingSilentConnection: the tracking connection goes silent with no

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-guard/api/redisconn"
+	"github.com/stampede-guard/api/internal/redisconn"
 )
 
 // The pause between failed receives grows from trackRetryMin to

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestXFetchEarlyDeterministic pins the rule now − delta·beta·ln(r) ≥ expiry

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/stampede-guard/api/breaker"
+	"github.com/stampede-guard/api/internal/breaker"
 )
 
 // newBreaker guards the pool with the shared breaker policy. Only outages

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/netproxy"
+	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/netproxy"
 )
 
 // proxiedPool opens a pool whose link to PostgreSQL the test can cut, with

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stampede-guard/api/breaker"
+	"github.com/stampede-guard/api/internal/breaker"
 )
 
 // ErrAcquireTimeout reports that no connection became free within the pool's

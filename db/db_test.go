@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind, such as a

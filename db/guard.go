@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stampede-guard/api/breaker"
+	"github.com/stampede-guard/api/internal/breaker"
 	"github.com/stampede-guard/api/internal/retryhint"
 )
 

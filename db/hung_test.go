@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/breaker"
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestBreakerOpensOnHungServer: a database that stops answering (not one

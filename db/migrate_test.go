@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/migrations"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/netproxy"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/netproxy"
 )
 
 // warmQuery is a statement the warm-path tests prepare and run.

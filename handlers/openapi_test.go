@@ -13,7 +13,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/goccy/go-yaml"
 
-	"github.com/stampede-guard/api/api"
 	"github.com/stampede-guard/api/handlers"
 )
 
@@ -23,12 +22,12 @@ const pendingKey = "x-pending"
 
 var httpMethods = []string{"get", "head", "post", "put", "patch", "delete", "options"}
 
-// openAPIDoc is api/openapi.yaml as plain maps.
+// openAPIDoc is handlers/openapi.yaml as plain maps.
 func openAPIDoc(t *testing.T) map[string]any {
 	t.Helper()
 	var doc map[string]any
-	if err := yaml.Unmarshal(api.OpenAPI, &doc); err != nil {
-		t.Fatalf("api/openapi.yaml: %v", err)
+	if err := yaml.Unmarshal(handlers.OpenAPI, &doc); err != nil {
+		t.Fatalf("handlers/openapi.yaml: %v", err)
 	}
 	return doc
 }
@@ -38,7 +37,7 @@ func operations(t *testing.T, doc map[string]any) map[string]map[string]any {
 	t.Helper()
 	paths, _ := doc["paths"].(map[string]any)
 	if len(paths) == 0 {
-		t.Fatal("api/openapi.yaml has no paths")
+		t.Fatal("handlers/openapi.yaml has no paths")
 	}
 	out := map[string]map[string]any{}
 	for path, item := range paths {
@@ -58,7 +57,7 @@ func routerRoutes(t *testing.T) map[string]bool {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
 	handlers.Register(r, nil, nil, nil, nil, http.NotFoundHandler(), handlers.Classes{})
-	handlers.RegisterOpenAPI(r, api.OpenAPI)
+	handlers.RegisterOpenAPI(r)
 	param := regexp.MustCompile(`:([A-Za-z_]+)`)
 	out := map[string]bool{}
 	for _, ri := range r.Routes() {
@@ -78,14 +77,14 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 		op, ok := ops[route]
 		switch {
 		case !ok:
-			t.Errorf("route %s is not in api/openapi.yaml", route)
+			t.Errorf("route %s is not in handlers/openapi.yaml", route)
 		case op[pendingKey] != nil:
-			t.Errorf("%s is in the router: remove its %s mark in api/openapi.yaml", route, pendingKey)
+			t.Errorf("%s is in the router: remove its %s mark in handlers/openapi.yaml", route, pendingKey)
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(ops)) {
 		if !routes[key] && ops[key][pendingKey] == nil {
-			t.Errorf("api/openapi.yaml documents %s, which the router does not have", key)
+			t.Errorf("handlers/openapi.yaml documents %s, which the router does not have", key)
 		}
 	}
 }
@@ -141,10 +140,10 @@ func TestOpenAPIContract(t *testing.T) {
 func TestOpenAPIServed(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	handlers.RegisterOpenAPI(r, api.OpenAPI)
+	handlers.RegisterOpenAPI(r)
 	w := httptest.NewRecorder()
 	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/openapi.yaml", nil))
-	if w.Code != http.StatusOK || w.Body.String() != string(api.OpenAPI) || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/yaml") {
+	if w.Code != http.StatusOK || w.Body.String() != string(handlers.OpenAPI) || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/yaml") {
 		t.Errorf("GET /openapi.yaml: %d %q, %d bytes; want 200 application/yaml and the document", w.Code, w.Header().Get("Content-Type"), w.Body.Len())
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	limiter "github.com/ulule/limiter/v3"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/middleware"
 )
 

@@ -16,7 +16,7 @@ import (
 	memstore "github.com/ulule/limiter/v3/drivers/store/memory"
 	redisstore "github.com/ulule/limiter/v3/drivers/store/redis"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/middleware"
 )
 

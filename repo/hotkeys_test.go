@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/hotkeys"
+	"github.com/stampede-guard/api/internal/hotkeys"
 	"github.com/stampede-guard/api/repo"
 )
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/repo"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/repo"
 )
 

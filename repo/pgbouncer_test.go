@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
-	"github.com/stampede-guard/api/internal/pgbouncer"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/pgbouncer"
 	"github.com/stampede-guard/api/repo"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/stampede-guard/api/db"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/migrations"
 	"github.com/stampede-guard/api/repo"
 )

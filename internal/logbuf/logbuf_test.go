@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/stampede-guard/api/db/dbtest"
 	"github.com/stampede-guard/api/internal/logbuf"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stampede-guard/api/cache/internal/redislock"
-	"github.com/stampede-guard/api/db/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestMain fails the package if a watchdog outlives its stop.

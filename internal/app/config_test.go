@@ -1,0 +1,184 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/cache"
+)
+
+// configErrorCases are environments loadConfig must refuse, with what the
+// error must name: the variable and, for a malformed value, the value.
+var configErrorCases = []struct {
+	name      string
+	env       map[string]string
+	wantVar   string
+	wantValue string
+}{
+	{"unknown cache mode", map[string]string{"CACHE_MODE": "bogus"}, "CACHE_MODE", "bogus"},
+	{"unknown L1 invalidation", map[string]string{"L1_INVALIDATION": "gossip"}, "L1_INVALIDATION", "gossip"},
+	{"zero instances", map[string]string{"EXPECTED_INSTANCES": "0"}, "EXPECTED_INSTANCES", "0"},
+	{"negative headroom", map[string]string{"DB_CONNS_HEADROOM": "-1"}, "DB_CONNS_HEADROOM", "-1"},
+	{"strict sizing not a bool", map[string]string{"STRICT_POOL_SIZING": "maybe"}, "STRICT_POOL_SIZING", "maybe"},
+	{"http cache not a bool", map[string]string{"HTTP_CACHE": "sometimes"}, "HTTP_CACHE", "sometimes"},
+	{"max-age not a duration", map[string]string{"HTTP_MAX_AGE": "30"}, "HTTP_MAX_AGE", "30"},
+	{"negative stale-if-error", map[string]string{"HTTP_STALE_IF_ERROR": "-1m"}, "HTTP_STALE_IF_ERROR", "-1m"},
+	{"duration not a duration", map[string]string{"LOCK_TTL": "abc"}, "LOCK_TTL", "abc"},
+	{"negative duration", map[string]string{"LOCK_TTL": "-1s"}, "LOCK_TTL", "-1s"},
+	{"negative pool size", map[string]string{"DB_MAIN_MAX_CONNS": "-3"}, "DB_MAIN_MAX_CONNS", "-3"},
+	{"pool size not a number", map[string]string{"DB_MAIN_MAX_CONNS": "x"}, "DB_MAIN_MAX_CONNS", `"x"`},
+	{"pool size wraps int32", map[string]string{"DB_MAIN_MAX_CONNS": "4294967297"}, "DB_MAIN_MAX_CONNS", "4294967297"},
+	{"breaker failures wrap", map[string]string{"BREAKER_FAILURES": "4294967297"}, "BREAKER_FAILURES", "4294967297"},
+	{"proxy not a CIDR", map[string]string{"TRUSTED_PROXIES": "not-a-cidr"}, "TRUSTED_PROXIES", "not-a-cidr"},
+	{"rate limit not a rate", map[string]string{"RATE_LIMIT": "lots"}, "RATE_LIMIT", "lots"},
+	{"hot key not an id", map[string]string{"HOT_KEYS": "1,x"}, "HOT_KEYS", `"x"`},
+	{"xfetch beta zero", map[string]string{"XFETCH_BETA": "0"}, "XFETCH_BETA", `"0"`},
+	{"statement outlives lock", map[string]string{"DB_STATEMENT_TIMEOUT": "10s", "LOCK_TTL": "5s"}, "DB_STATEMENT_TIMEOUT", ""},
+	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s", "DB_STATEMENT_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms"}, "REQUEST_TIMEOUT", ""},
+	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s", "REQUEST_TIMEOUT": "5s"}, "LOCK_WAIT", ""},
+	{"statement beyond what the write timeout allows", map[string]string{"DB_STATEMENT_TIMEOUT": "8s", "HTTP_WRITE_TIMEOUT": "5s"}, "capped by HTTP_WRITE_TIMEOUT", ""},
+	{"write timeout inside request", map[string]string{"REQUEST_TIMEOUT": "10s", "HTTP_WRITE_TIMEOUT": "10s"}, "HTTP_WRITE_TIMEOUT", ""},
+	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m", "CACHE_TTL": "10m"}, "CACHE_SOFT_TTL", ""},
+	{"namespace breaks a hash tag", map[string]string{"CACHE_NAMESPACE": "a{b}"}, "CACHE_NAMESPACE", "a{b}"},
+	{"namespace is a pattern", map[string]string{"CACHE_NAMESPACE": "app*"}, "CACHE_NAMESPACE", "app*"},
+	{"redis URL not a URL", map[string]string{"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL", "http://127.0.0.1:6379"},
+	{"redis DB not a number", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/x"}, "REDIS_URL", "redis://127.0.0.1:6379/x"},
+	{"L1 beyond soft TTL", map[string]string{"L1_TTL": "5s", "CACHE_SOFT_TTL": "5s"}, "L1_TTL", ""},
+	{"body timeout outlives request", map[string]string{"BODY_READ_TIMEOUT": "6s", "REQUEST_TIMEOUT": "5s"}, "BODY_READ_TIMEOUT", ""},
+	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
+	{"key rate limit not a rate", map[string]string{"RATE_LIMIT_KEY": "plenty"}, "RATE_LIMIT_KEY", "plenty"},
+	{"unknown-id lookups zero", map[string]string{"UNKNOWN_ID_LOOKUPS": "0"}, "UNKNOWN_ID_LOOKUPS", `"0"`},
+	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
+	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
+	// A key is a secret: the error names the rule, never the value.
+	{"API key too short", map[string]string{"API_KEYS": "guessable"}, "API_KEYS", "(hidden)"},
+	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
+	{"static key not an id", map[string]string{"STATIC_KEYS": "7,seven"}, "STATIC_KEYS", `"seven"`},
+	{"static keys repaired less often than they expire", map[string]string{"STATIC_TTL": "1m", "STATIC_REPAIR_PERIOD": "1m"}, "STATIC_REPAIR_PERIOD", ""},
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	for _, tc := range configErrorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadConfig(envOf(tc.env))
+			if err == nil {
+				t.Fatalf("loadConfig(%v): got nil error, want one naming %s", tc.env, tc.wantVar)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.wantVar) {
+				t.Errorf("error %q: got no %s, want the variable named", msg, tc.wantVar)
+			}
+			if !strings.Contains(msg, tc.wantValue) {
+				t.Errorf("error %q: got no %s, want the bad value", msg, tc.wantValue)
+			}
+			if strings.ContainsAny(msg, "\r\n") {
+				t.Errorf("error %q: got several lines, want one (one mistake in the environment)", msg)
+			}
+		})
+	}
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := loadConfig(envOf(nil))
+	if err != nil {
+		t.Fatalf("loadConfig with no variables: got %v, want nil", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"HTTP_ADDR", c.HTTPAddr, ":8080"},
+		{"CACHE_MODE", c.CacheMode, cache.ModeSWR},
+		{"L1_TTL", c.L1TTL, time.Second},
+		{"RATE_LIMIT", c.RateLimit, "100-S"},
+		{"DB_MAIN_MAX_CONNS", c.MainMaxConns, 20},
+		{"TRUSTED_PROXIES", len(c.TrustedProxies), 0},
+		{"HOT_KEYS", len(c.HotKeys), 0},
+		{"L1_INVALIDATION", c.L1Tracking, false},
+		{"EXPECTED_INSTANCES", c.ExpectedInstances, 1},
+		{"DB_CONNS_HEADROOM", c.PoolHeadroom, 10},
+		{"STRICT_POOL_SIZING", c.StrictPoolSizing, false},
+		{"HTTP_CACHE", c.HTTPCache.Enabled, true},
+		{"HTTP_MAX_AGE", c.HTTPCache.MaxAge, 30 * time.Second},
+		{"HTTP_STALE_WHILE_REVALIDATE", c.HTTPCache.StaleWhileRevalidate, 570 * time.Second},
+		{"HTTP_STALE_IF_ERROR", c.HTTPCache.StaleIfError, 10 * time.Minute},
+		{"API_KEYS", len(c.APIKeys), 0},
+		{"BODY_READ_TIMEOUT", c.BodyReadTimeout, 2 * time.Second},
+		{"BODY_MIN_RATE", c.BodyMinRate, 1024},
+		{"ADMIN_TOKEN", c.AdminToken, ""},
+		{"RATE_LIMIT_KEY", c.RateLimitKey, "1000-S"},
+		{"UNKNOWN_ID_FILTER", c.UnknownIDFilter, true},
+		{"UNKNOWN_ID_LOOKUPS", c.UnknownIDLookups, 20},
+	}
+	if c, err := loadConfig(envOf(map[string]string{"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms", "LOCK_WAIT": "500ms"})); err != nil || c.BodyReadTimeout != 500*time.Millisecond {
+		t.Errorf("REQUEST_TIMEOUT=1s: got body read timeout %v (%v), want 500ms", c.BodyReadTimeout, err)
+	}
+	if c, err := loadConfig(envOf(map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0", "TRUSTED_PROXIES_ALLOW_ALL": "true"})); err != nil || len(c.TrustedProxies) != 1 {
+		t.Errorf("TRUSTED_PROXIES=0.0.0.0/0 with TRUSTED_PROXIES_ALLOW_ALL=true: got %v, %v; want accepted", c.TrustedProxies, err)
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("%s: got %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+	if c, err := loadConfig(envOf(map[string]string{"L1_TTL": "0", "HOT_KEYS": " 1, 42 "})); err != nil || c.L1TTL != 0 || len(c.HotKeys) != 2 {
+		t.Errorf("L1_TTL=0, HOT_KEYS=\" 1, 42 \": got L1 %v, hot keys %v, err %v; want 0, [1 42], nil", c.L1TTL, c.HotKeys, err)
+	}
+}
+
+// TestRunConfigErrorStopsBeforeDatabase: run with a bad environment returns
+// loadConfig's error at once, before it dials the (unreachable) database.
+func TestRunConfigErrorStopsBeforeDatabase(t *testing.T) {
+	for _, tc := range configErrorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			_, want := loadConfig(envOf(env))
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			err := run(ctx, envOf(env), &out)
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("run took %s, want under 1s", took)
+			}
+			if err == nil || want == nil || err.Error() != want.Error() {
+				t.Fatalf("run: got error %v, want %v", err, want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("run logged %q, want nothing (it must stop before starting anything)", out.String())
+			}
+		})
+	}
+}
+
+// TestInvalidationChannelSeparatesApps: pub/sub ignores the logical
+// database, so the channel carries it (or the namespace): apps on databases
+// 12 and 13 of one server, or in two namespaces, never hear each other.
+func TestInvalidationChannelSeparatesApps(t *testing.T) {
+	channel := func(env map[string]string) string {
+		t.Helper()
+		c, err := loadConfig(envOf(env))
+		if err != nil {
+			t.Fatalf("loadConfig(%v): %v", env, err)
+		}
+		return c.invalidationChannel() + " " + c.fillChannel()
+	}
+	pairs := [][2]map[string]string{
+		{{"REDIS_URL": "redis://127.0.0.1:6379/12"}, {"REDIS_URL": "redis://127.0.0.1:6379/13"}},
+		{{"CACHE_NAMESPACE": "shop"}, {"CACHE_NAMESPACE": "blog"}},
+	}
+	for _, p := range pairs {
+		if a, b := channel(p[0]), channel(p[1]); a == b {
+			t.Errorf("%v and %v share channel %q", p[0], p[1], a)
+		}
+	}
+	if got := channel(map[string]string{"CACHE_NAMESPACE": "shop"}); got != "shop:cache:invalidate shop:cache:filled" {
+		t.Errorf("namespaced channels %q, want shop:cache:invalidate shop:cache:filled", got)
+	}
+}

@@ -1,0 +1,66 @@
+package app
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestParseFill(t *testing.T) {
+	for _, tc := range []struct {
+		payload, key string
+		filled       bool
+	}{
+		{"1764563000000000 ns:product:v1:{7}", "ns:product:v1:{7}", true},
+		{"-62135596800000000 product:v1:{7}", "product:v1:{7}", false}, // released without a value
+		{"0 product:v1:{7}", "product:v1:{7}", false},
+		{"garbage", "", false},
+	} {
+		key, filled := parseFill(tc.payload)
+		if key != tc.key || filled != tc.filled {
+			t.Errorf("parseFill(%q) = %q, %v; want %q, %v", tc.payload, key, filled, tc.key, tc.filled)
+		}
+	}
+}
+
+// Lock holders stay listed for the console window after their last fill
+// or release, the latest first, and then drop out.
+func TestLockHistoryWindow(t *testing.T) {
+	h := &lockHistory{keys: map[string]*recentLock{}, last: map[string]time.Time{}}
+	t0 := time.Now()
+	h.seen("a", true, t0.Add(-consoleWindow-time.Second)) // too old
+	h.seen("b", true, t0.Add(-2*time.Second))
+	h.seen("b", false, t0.Add(-time.Second))
+	h.seen("c", true, t0)
+	got := h.recent(10)
+	if len(got) != 2 || got[0].Key != "c" || got[1].Key != "b" {
+		t.Fatalf("recent = %+v, want c then b (a is older than %s)", got, consoleWindow)
+	}
+	if got[1].Fills != 1 || got[1].Releases != 1 {
+		t.Errorf("b: %d fills, %d releases; want 1 and 1", got[1].Fills, got[1].Releases)
+	}
+	if got := (*lockHistory)(nil).recent(10); got == nil || len(got) != 0 {
+		t.Errorf("a nil history gives %v, want an empty list (JSON [])", got)
+	}
+}
+
+// Hot keys: the most requested first, a bounded number of distinct keys.
+func TestHotKeysTopAndBound(t *testing.T) {
+	h := newRequestTally()
+	for i, n := range []int{3, 9, 5} {
+		for range n {
+			h.add(fmt.Sprint(i)) // a product id, as the middleware counts it
+		}
+	}
+	want := []keyCount{{"product 1", 9}, {"product 2", 5}}
+	if got := h.top(2); !reflect.DeepEqual(got, want) {
+		t.Errorf("top(2) = %v, want %v", got, want)
+	}
+	for i := range maxTracked + 100 {
+		h.add(fmt.Sprint("9", i))
+	}
+	if n := len(h.cur); n > maxTracked {
+		t.Errorf("%d distinct keys counted, want at most %d", n, maxTracked)
+	}
+}

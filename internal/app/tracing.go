@@ -1,0 +1,130 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/exaring/otelpgx"
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tracingConfig is the standard OpenTelemetry environment this app reads
+// through getenv; the SDK and the exporter read the rest of it (headers,
+// sampler, batch sizes, OTEL_RESOURCE_ATTRIBUTES) from the process itself.
+type tracingConfig struct {
+	Exporter       string // OTEL_TRACES_EXPORTER: "" (otlp when an endpoint is set), otlp or none
+	Endpoint       string // OTEL_EXPORTER_OTLP_ENDPOINT: base URL; /v1/traces is appended
+	TracesEndpoint string // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: full URL, wins over Endpoint
+	ServiceName    string // OTEL_SERVICE_NAME
+}
+
+func readTracing(p *envParser) tracingConfig {
+	return tracingConfig{
+		Exporter:       p.oneOf("OTEL_TRACES_EXPORTER", "", "", "otlp", "none"),
+		Endpoint:       p.str("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
+		TracesEndpoint: p.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""),
+		ServiceName:    p.str("OTEL_SERVICE_NAME", "stampede-guard"),
+	}
+}
+
+// on: tracing is off by default and costs nothing then; an OTLP endpoint
+// or OTEL_TRACES_EXPORTER=otlp turns it on, OTEL_TRACES_EXPORTER=none
+// keeps it off whatever else is set.
+func (t tracingConfig) on() bool {
+	switch t.Exporter {
+	case "otlp":
+		return true
+	case "none":
+		return false
+	}
+	return t.Endpoint != "" || t.TracesEndpoint != ""
+}
+
+// tracing is the app's tracer provider and its instrumentation hooks. Off,
+// every hook is a no-op and tp is nil (the cache then traces nothing).
+type tracing struct {
+	tp *sdktrace.TracerProvider
+}
+
+// newTracing starts the OTLP/HTTP exporter behind a batch processor when
+// tracing is on. shutdown flushes the spans not yet sent.
+func newTracing(ctx context.Context, cfg tracingConfig) (*tracing, error) {
+	if !cfg.on() {
+		return &tracing{}, nil
+	}
+	var opts []otlptracehttp.Option
+	switch {
+	case cfg.TracesEndpoint != "":
+		opts = append(opts, otlptracehttp.WithEndpointURL(cfg.TracesEndpoint))
+	case cfg.Endpoint != "":
+		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.Endpoint, "/")+"/v1/traces"))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
+	}
+	// Later options win: OTEL_RESOURCE_ATTRIBUTES, then the service name.
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost(),
+		resource.WithAttributes(attribute.String("service.name", cfg.ServiceName)))
+	if err != nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	return &tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
+}
+
+// provider is what the cache gets: nil when tracing is off.
+func (t *tracing) provider() trace.TracerProvider {
+	if t.tp == nil {
+		return nil
+	}
+	return t.tp
+}
+
+// shutdown sends the spans still buffered and stops the exporter.
+func (t *tracing) shutdown(ctx context.Context) error {
+	if t.tp == nil {
+		return nil
+	}
+	return t.tp.Shutdown(ctx)
+}
+
+// middleware is the server span of each request (the route as its name),
+// continuing a caller's W3C trace context.
+func (t *tracing) middleware(service string) gin.HandlerFunc {
+	if t.tp == nil {
+		return nil
+	}
+	return otelgin.Middleware(service, otelgin.WithTracerProvider(t.tp),
+		otelgin.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})))
+}
+
+// queryTracer gives every pgx query a span.
+func (t *tracing) queryTracer() pgx.QueryTracer {
+	if t.tp == nil {
+		return nil
+	}
+	return otelpgx.NewTracer(otelpgx.WithTracerProvider(t.tp))
+}
+
+// instrumentRedis gives every Redis command a span. Statements stay out:
+// the scripts' arguments carry whole cached values.
+func (t *tracing) instrumentRedis(rdb redis.UniversalClient) error {
+	if t.tp == nil {
+		return nil
+	}
+	if err := redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(t.tp), redisotel.WithDBStatement(false)); err != nil {
+		return fmt.Errorf("tracing: redis: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+	limiter "github.com/ulule/limiter/v3"
+	memstore "github.com/ulule/limiter/v3/drivers/store/memory"
+	redisstore "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/middleware"
+	"github.com/stampede-guard/api/repo"
+)
+
+// newEngine builds gin with the request-wide middleware in its explicit
+// order: trace span (when tracing is on) → recovery → request id + access
+// log → deadline. The API routes add
+// per-IP rate limit → priority shedding → concurrency limit (routeClasses).
+func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	// Before anything reads ClientIP: with no trusted proxies (the default)
+	// an X-Forwarded-For header changes nothing.
+	if err := engine.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("config: TRUSTED_PROXIES: %w", err)
+	}
+	// Only X-Forwarded-For, as documented: gin would also believe
+	// X-Real-IP, which a proxy that only appends X-Forwarded-For passes on
+	// from the client untouched. (middleware's clientIP skips gin's
+	// parsing when this header is absent: keep the two in step.)
+	engine.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	if trace != nil { // the request's span encloses everything after it
+		engine.Use(trace)
+	}
+	engine.Use(
+		middleware.Recover(log),
+		middleware.RequestLog(access),
+		middleware.Metrics(m.requests),
+		middleware.Timeout(cfg.RequestTimeout),
+	)
+	return engine, nil
+}
+
+// newLimitStore counts in Redis (one budget across instances) and falls back
+// to this instance's memory while Redis is unusable.
+func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limiter.Store {
+	// The memory store sweeps expired counters from a goroutine that only a
+	// GC finalizer stops; it lives as long as the process, which is the
+	// store's lifetime here. Without the sweep, a long Redis outage would
+	// keep one counter per client address ever seen.
+	opts := limiter.StoreOptions{Prefix: ns + "ratelimit", MaxRetry: 1, CleanUpInterval: time.Minute}
+	var lastLog atomic.Int64
+	return middleware.NewFailoverStore(
+		func() (limiter.Store, error) { return redisstore.NewStoreWithOptions(rdb, opts) },
+		memstore.NewStoreWithOptions(opts),
+		5*time.Second,
+		func(err error) {
+			// At most one line per second: an outage must not flood the log.
+			now := time.Now().Unix()
+			if last := lastLog.Load(); now > last && lastLog.CompareAndSwap(last, now) {
+				log.Warn("rate limit: shared store unavailable, counting per instance", "err", err)
+			}
+		},
+	)
+}
+
+// routeClasses builds the API's admission control, per priority class:
+// rate limit (per API key when a valid one is presented, per IP otherwise)
+// → body read (writes, checkout) → shedding → concurrency limit. Low-value reports are
+// shed at a quarter of the queue that normal reads may join, checkout and
+// writes only at twice it. Every refusal is counted by reason and class.
+func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
+	var lim, keyLim *limiter.Limiter
+	var store limiter.Store
+	if cfg.RateLimit != "off" || cfg.RateLimitKey != "off" {
+		// Leases: one Redis round trip per lease of RATE_LIMIT_LEASE × the
+		// limit, not per request; the fleet still shares one budget.
+		store = middleware.NewLeaseStore(newLimitStore(rdb, cfg.namespace(), log), cfg.RateLimitLease, rateLimitClients)
+	}
+	if cfg.RateLimit != "off" {
+		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
+		lim = limiter.New(store, rate)
+	}
+	if cfg.RateLimitKey != "off" {
+		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimitKey) // validated by loadConfig
+		keyLim = limiter.New(store, rate)
+	}
+	auth := middleware.NewAuth(middleware.AuthConfig{
+		Static: cfg.APIKeys, Store: repo.NewAPIKeys(mainPool), Scope: repo.ScopeWrite,
+		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond, Log: log,
+	})
+	refused := func(reason, class string) func(*gin.Context) {
+		return func(*gin.Context) { m.refusedBy(reason, class) }
+	}
+	chain := func(class string, q *db.Pool, maxWaiting int64, shedAtDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
+		// The class rides in the context to the pool's gate, which turns it
+		// into a share of the request's deadline and a queue cap
+		// (db/admission.go). First in the chain: a key lookup
+		// (auth.Identify) reaches the pool too, within the class's cap.
+		hs := []gin.HandlerFunc{markClass(&db.Class{Priority: classPriority[class], MaxWaiting: maxWaiting, Capped: true})}
+		if keyLim != nil {
+			// A valid key, wherever presented, gets its own budget.
+			hs = append(hs, auth.Identify())
+		}
+		if lim != nil || keyLim != nil {
+			hs = append(hs, middleware.RateLimitPer(lim, keyLim, log, refused("rate_limited", class)))
+		}
+		hs = append(hs, before...) // after the rate limit, before anything scarce
+		if shedAtDoor {
+			hs = append(hs, middleware.Shed(q, maxWaiting, refused("shed", class)))
+		}
+		return append(hs, middleware.Limit(concurrency, refused("concurrency", class)))
+	}
+	limit := int64(cfg.ShedMaxWaiting)
+	// Bodies are read whole before shedding and the concurrency limit, so
+	// a client that trickles its body never holds a slot (see ReadBody).
+	readBody := middleware.ReadBody(middleware.BodyConfig{
+		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
+	})
+	classes := handlers.Classes{
+		// Normal reads are mostly cached: only the pool refuses them, at
+		// the moment one would queue; a read served from the cache never is.
+		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical, readBody),
+		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
+		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
+	}
+	classes.Authorize = auth.Require()
+	return classes
+}
+
+// classPriority maps a route class to the pool gate's priority.
+var classPriority = map[string]db.Priority{"critical": db.Critical, "normal": db.Normal, "low": db.Low}
+
+// markClass marks each request with its class for the pool's gate.
+func markClass(cls *db.Class) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Request = c.Request.WithContext(db.WithClass(c.Request.Context(), cls))
+		c.Next()
+	}
+}
+
+// rateLimitClients bounds the clients whose leases an instance keeps; the
+// least recently seen are forgotten (their next request takes a new lease).
+const rateLimitClients = 100_000
+
+// A key from the api_keys table is believed for apiKeyCacheTTL after a
+// lookup (a deleted key works that much longer); lookups of keys not yet
+// believed are bounded per instance, so made-up keys cannot flood
+// PostgreSQL.
+const (
+	apiKeyCacheTTL         = 30 * time.Second
+	apiKeyLookupsPerSecond = 20
+)
+
+// bodyReadGrace is how long a body may take before BODY_MIN_RATE applies:
+// the few hundred bytes of a normal body arrive well within it.
+const bodyReadGrace = 500 * time.Millisecond
+
+// checkPoolSizing sets the fleet's pools against the server's
+// max_connections: a warning by default, a refusal to start with
+// STRICT_POOL_SIZING. Failing to read the limits is only a warning: the
+// check advises, the database decides.
+func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.Logger) error {
+	if cfg.DBPooler.Behind() {
+		logPoolerBudget(cfg, log)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StmtTimeout)
+	defer cancel()
+	r, err := db.CheckSizing(ctx, pool, cfg.sizing())
+	switch {
+	case err != nil:
+		log.Warn("pool sizing not checked", "err", err)
+	case r.OK():
+		log.Info("pool sizing", "fits", r.String())
+	case cfg.StrictPoolSizing:
+		return fmt.Errorf("pool sizing: the pools do not fit PostgreSQL's max_connections: %s; "+
+			"lower DB_MAIN_MAX_CONNS/DB_REPORTS_MAX_CONNS, raise max_connections, or put PgBouncer in front", r)
+	default:
+		log.Warn("pool sizing: the pools do not fit PostgreSQL's max_connections; under full load some connects will fail with too many clients",
+			"budget", r.String(), "strict", "set STRICT_POOL_SIZING=true to refuse to start")
+	}
+	return nil
+}
+
+// breakerCheck reports a breaker's state in /readyz's body (never in its
+// status: see handlers.Health): open or probing. Where it is in its probe
+// schedule goes in the body too (Health.ShowBreakers).
+func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error {
+	return func(context.Context) error {
+		if s := snapshot(); s.State != breaker.Closed {
+			return handlers.ErrBreakerOpen
+		}
+		return nil
+	}
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: logLevel(level)}))
+}
+
+// logLevel reads LOG_LEVEL (validated by loadConfig).
+func logLevel(level string) slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return l
+}

@@ -1,0 +1,149 @@
+package checks
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// mayImport is the template's layering, as code: each folder holding Go
+// code (not its tests), and the folders of this repository it may import.
+// Imports point one way: handlers → repo → cache, repo → db; only the
+// composition root wires everything. A folder missing here is an error, so
+// a new package has to take a place in the table. docs/architecture.md
+// explains the arrows in prose.
+var mayImport = map[string][]string{
+	".":                        {"internal/app"},
+	"internal/app":             {"*"}, // the composition root
+	"handlers":                 {"repo", "middleware"},
+	"middleware":               {},
+	"repo":                     {"cache", "db"},
+	"cache":                    {"cache/internal/redislock", "internal/redisconn", "internal/retryhint"},
+	"cache/internal/redislock": {},
+	"db":                       {"internal/breaker", "internal/retryhint"},
+	"migrations":               {},
+	"client":                   {},
+	"client/examples/order":    {"client"},
+	"internal/admin":           {"internal/console"},
+	"internal/breaker":         {},
+	"internal/config":          {},
+	"internal/console":         {},
+	"internal/hotkeys":         {},
+	"internal/logbuf":          {},
+	"internal/redisconn":       {"internal/breaker"},
+	"internal/retryhint":       {},
+	"internal/server":          {},
+	"internal/telemetry":       {},
+	// Test infrastructure: used by tests only, never by the app.
+	"internal/testkit/dbtest":       {"db", "migrations", "internal/breaker", "internal/testkit/netproxy"},
+	"internal/testkit/metricstext":  {},
+	"internal/testkit/netproxy":     {},
+	"internal/testkit/pgbouncer":    {},
+	"internal/testkit/rediscluster": {"cache"},
+	// The lab drives built binaries over HTTP; it links none of the app.
+	"tools/lab": {"client", "internal/server", "internal/testkit/metricstext", "internal/testkit/netproxy", "internal/testkit/rediscluster"},
+}
+
+// ginImporters are the only folders that may import gin: the edge.
+var ginImporters = []string{"internal/app", "handlers", "middleware", "tools/lab"}
+
+// TestLayoutImportsPointOneWay: every import in the app module's non-test
+// Go files is allowed by mayImport, every folder has a row, and only the
+// edge imports gin.
+func TestLayoutImportsPointOneWay(t *testing.T) {
+	root := repoRoot(t)
+	module := appModule(t, root)
+	for dir, imports := range treeImports(t, root) {
+		allowed, ok := mayImport[dir]
+		if !ok {
+			t.Errorf("%s/ holds Go code but has no row in mayImport (layout_test.go)", dir)
+			continue
+		}
+		for _, imp := range imports {
+			switch {
+			case imp == "github.com/gin-gonic/gin" && !slices.Contains(ginImporters, dir):
+				t.Errorf("%s imports gin; only %v may", dir, ginImporters)
+			case strings.HasPrefix(imp, module+"/"):
+				rel := strings.TrimPrefix(imp, module+"/")
+				if !slices.Contains(allowed, "*") && !slices.Contains(allowed, rel) {
+					t.Errorf("%s imports %s, which mayImport does not allow", dir, rel)
+				}
+			}
+		}
+	}
+}
+
+// TestLayoutCheckCanFail: a forbidden arrow (cache → repo) is caught.
+func TestLayoutCheckCanFail(t *testing.T) {
+	if slices.Contains(mayImport["cache"], "repo") {
+		t.Fatal("the table lets the generic cache import repo")
+	}
+	for dir, allowed := range mayImport {
+		if dir != "internal/app" && slices.Contains(allowed, "*") {
+			t.Errorf("%s may import everything; only the composition root may", dir)
+		}
+	}
+}
+
+// appModule reads the module path from the app's go.mod, so a renamed copy
+// is checked under its own name.
+func appModule(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^module\s+(\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("go.mod has no module line")
+	}
+	return string(m[1])
+}
+
+// treeImports is every folder's imports from its non-test Go files, this
+// checks module and testdata left out.
+func treeImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && (rel == "tools/checks" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && rel != "."):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		if _, ok := out[dir]; !ok {
+			out[dir] = nil
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			out[dir] = append(out[dir], p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 10 {
+		t.Fatalf("read Go code in %d folders under %s; want the whole tree", len(out), root)
+	}
+	return out
+}
