@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/migrations"
 )
 
@@ -37,20 +38,20 @@ func command(ctx context.Context, args []string, getenv func(string) string, std
 	if len(args) >= 2 && args[0] == "keys" && args[1] == "create" {
 		return keysCreate(ctx, args[2:], getenv, stdout)
 	}
-	var job func(context.Context, *db.Pool, config) error
+	var job func(context.Context, *db.Pool, config.Config) error
 	switch {
 	case len(args) == 2 && args[0] == "migrate" && args[1] == "up":
-		job = func(ctx context.Context, p *db.Pool, cfg config) error {
+		job = func(ctx context.Context, p *db.Pool, cfg config.Config) error {
 			return db.Migrate(ctx, p, migrations.FS, newLogger(stdout, cfg.LogLevel))
 		}
 	case len(args) == 2 && args[0] == "migrate" && args[1] == "down":
-		job = func(ctx context.Context, p *db.Pool, cfg config) error {
+		job = func(ctx context.Context, p *db.Pool, cfg config.Config) error {
 			return db.MigrateDown(ctx, p, migrations.FS, newLogger(stdout, cfg.LogLevel))
 		}
 	case len(args) == 2 && args[0] == "migrate" && args[1] == "status":
-		job = func(ctx context.Context, p *db.Pool, _ config) error { return printStatus(ctx, p, stdout) }
+		job = func(ctx context.Context, p *db.Pool, _ config.Config) error { return printStatus(ctx, p, stdout) }
 	case len(args) == 1 && args[0] == "seed":
-		job = func(ctx context.Context, p *db.Pool, cfg config) error {
+		job = func(ctx context.Context, p *db.Pool, cfg config.Config) error {
 			n, err := db.Seed(ctx, p, migrations.FS, migrations.DemoOrders, newLogger(stdout, cfg.LogLevel))
 			if err == nil {
 				_, err = fmt.Fprintf(stdout, "seed: %d demo orders added (none when orders already exist)\n", n)
@@ -69,7 +70,7 @@ func command(ctx context.Context, args []string, getenv func(string) string, std
 	// A job is bounded like a slow migration, not like a request.
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	pool, err := db.Open(ctx, cfg.dbConfig("main", 2, nil, newLogger(stdout, cfg.LogLevel)))
+	pool, err := db.Open(ctx, dbConfig(cfg, "main", 2, nil, newLogger(stdout, cfg.LogLevel)))
 	if err != nil {
 		return err
 	}

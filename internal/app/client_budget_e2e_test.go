@@ -23,7 +23,7 @@ import (
 func TestClientFleetRetryBudgetDuringOutage(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t, map[string]string{
-		"BREAKER_FAILURES": "3", "BREAKER_OPEN_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
+		"BREAKER_FAILURES": "3", "BREAKER_OPEN_MIN": "1s", "BREAKER_OPEN_MAX": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
 		// The deployment's defaults otherwise: no write keys, a per-key budget.
 		"RATE_LIMIT_KEY": "", "API_KEYS": "",
 	})

@@ -35,7 +35,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	log := newLogger(os.Stderr, cfg.LogLevel)
-	pool, err := db.Open(ctx, cfg.dbConfig("keys", 1, nil, log))
+	pool, err := db.Open(ctx, dbConfig(cfg, "keys", 1, nil, log))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-guard/api/internal/config"
 )
 
 // What the console shows beyond counters: the running settings, the
@@ -30,7 +32,7 @@ type setting struct {
 }
 
 // consoleSettings are the settings that decide how a stampede plays out.
-func consoleSettings(cfg config) []setting {
+func consoleSettings(cfg config.Config) []setting {
 	hot := make([]string, len(cfg.HotKeys))
 	for i, id := range cfg.HotKeys {
 		hot[i] = fmt.Sprint(id)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 

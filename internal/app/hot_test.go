@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
@@ -137,7 +138,7 @@ func TestReplicaReadsClient(t *testing.T) {
 	t.Parallel()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	t.Cleanup(func() { _ = cc.Close() })
-	on := config{RedisClusterAddrs: []string{"127.0.0.1:1"}, HotKey: hotKeySettings{ReplicaReads: true}}
+	on := config.Config{RedisClusterAddrs: []string{"127.0.0.1:1"}, HotKey: config.HotKeySettings{ReplicaReads: true}}
 	rc := newReplicaReads(on, cc, nil)
 	if rc == nil {
 		t.Fatal("REDIS_REPLICA_READS on a cluster: got no client")
@@ -149,7 +150,7 @@ func TestReplicaReadsClient(t *testing.T) {
 	if o := cc.Options(); o.ReadOnly {
 		t.Error("the main client became ReadOnly: every read (locks' double-check too) could hit a lagging replica")
 	}
-	if got := newReplicaReads(config{HotKey: hotKeySettings{}}, cc, nil); got != nil {
+	if got := newReplicaReads(config.Config{HotKey: config.HotKeySettings{}}, cc, nil); got != nil {
 		t.Error("without REDIS_REPLICA_READS: got a client, want none")
 	}
 	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})

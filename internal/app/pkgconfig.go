@@ -10,13 +10,14 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/internal/hotkeys"
 	"github.com/stampede-guard/api/internal/redisconn"
 	"github.com/stampede-guard/api/repo"
 )
 
 // This file fills the Config of packages db, breaker, redisconn and cache
-// from config, each in one method, in the package's own names and units: no
+// from config.Config, each in one method, in the package's own names and units: no
 // other code in package main sets a field of db.Config, db.Sizing,
 // breaker.Config, redisconn.Config or cache.Config.
 
@@ -25,11 +26,11 @@ import (
 // reaches PostgreSQL itself behind a pooler (dbpooler.go); any other name
 // is a one-shot command's pool on DATABASE_URL. tracer, when not nil, sees
 // every query.
-func (c config) dbConfig(name string, maxConns int, tracer pgx.QueryTracer, log *slog.Logger) db.Config {
+func dbConfig(c config.Config, name string, maxConns int, tracer pgx.QueryTracer, log *slog.Logger) db.Config {
 	dc := db.Config{
 		URL: c.DatabaseURL, Name: name, MaxConns: int32(maxConns), // #nosec G115 -- loadConfig caps it at MaxInt32
 		AcquireTimeout: c.AcquireTimeout, IdleTimeout: c.IdleTimeout, StatementTimeout: c.StmtTimeout,
-		Pooler: c.DBPooler, Admission: c.Admission, Breaker: c.breakerConfig(log), Tracer: tracer,
+		Pooler: c.DBPooler, Admission: c.Admission, Breaker: breakerConfig(c, log), Tracer: tracer,
 	}
 	switch name {
 	case "main":
@@ -48,7 +49,7 @@ func (c config) dbConfig(name string, maxConns int, tracer pgx.QueryTracer, log 
 // breakerConfig is the one breaker policy of the PostgreSQL pools and the
 // Redis client, both configured through it; each names its breaker and
 // brings its own probe.
-func (c config) breakerConfig(log *slog.Logger) breaker.Config {
+func breakerConfig(c config.Config, log *slog.Logger) breaker.Config {
 	return breaker.Config{
 		Failures: uint32(c.BreakerFailures), OpenMin: c.BreakerOpenMin, OpenMax: c.BreakerOpenMax, // #nosec G115 -- loadConfig caps it at MaxInt32
 		OnStateChange: func(name string, from, to breaker.State) {
@@ -58,7 +59,7 @@ func (c config) breakerConfig(log *slog.Logger) breaker.Config {
 }
 
 // sizing is the fleet's connection budget for db.CheckSizing.
-func (c config) sizing() db.Sizing {
+func sizing(c config.Config) db.Sizing {
 	return db.Sizing{
 		Instances:   c.ExpectedInstances,
 		PerInstance: c.MainMaxConns + c.ReportsMaxConns,
@@ -68,14 +69,14 @@ func (c config) sizing() db.Sizing {
 
 // redisConfig is the Redis client's configuration, from REDIS_URL and
 // REDIS_CLUSTER_ADDRS; its timeouts keep redisconn's defaults.
-func (c config) redisConfig() redisconn.Config {
+func redisConfig(c config.Config) redisconn.Config {
 	return redisconn.Config{URL: c.RedisURL, ClusterAddrs: c.RedisClusterAddrs}
 }
 
 // cacheConfig is the read-through cache's configuration. hot (nil with
 // HOT_KEY_DETECT=false) picks the keys that get copies and the longer L1
 // TTL; replicas (nil unless REDIS_REPLICA_READS) serves their copies.
-func (c config) cacheConfig(rdb redis.UniversalClient, hot *hotkeys.Detector, replicas *redis.ClusterClient, tp trace.TracerProvider) cache.Config {
+func cacheConfig(c config.Config, rdb redis.UniversalClient, hot *hotkeys.Detector, replicas *redis.ClusterClient, tp trace.TracerProvider) cache.Config {
 	watchdog := cache.WatchdogOn
 	if !c.LockWatchdog { // LOCK_WATCHDOG=false: the lab shows what it prevents
 		watchdog = cache.WatchdogOff
@@ -85,9 +86,9 @@ func (c config) cacheConfig(rdb redis.UniversalClient, hot *hotkeys.Detector, re
 		LockTTL: c.LockTTL, LockWait: c.LockWait, LoadTimeout: c.LoadTimeout, Watchdog: watchdog, Waiter: c.LockWaiter,
 		XFetchBeta: c.XFetchBeta, L1TTL: c.L1TTL, L1Size: c.L1Size, Copies: c.HotKeyCopies, TTLJitter: c.TTLJitter,
 		Tracking: trackingBase(c, rdb), TrackPrefixes: []string{repo.KeyPrefix},
-		Namespace: c.namespace(), Channel: c.invalidationChannel(), FillChannel: c.fillChannel(),
+		Namespace: c.Namespace(), Channel: c.InvalidationChannel(), FillChannel: c.FillChannel(),
 		Static: repo.Keys(c.StaticKeys), StaticTTL: c.StaticTTL, TracerProvider: tp,
 		Hot: hotSet(hot), HotL1TTL: c.HotKey.L1TTL, ReplicaReads: replicaReads(replicas),
-		OutageTTL: c.outageTTL(), SigningKey: c.CacheSigningKey,
+		OutageTTL: c.OutageTTL(), SigningKey: c.CacheSigningKey,
 	}
 }

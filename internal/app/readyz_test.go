@@ -17,9 +17,9 @@ import (
 func TestReadyzSpeaksForThisInstanceOnly(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t, map[string]string{
-		"BREAKER_FAILURES":     "2",
-		"BREAKER_OPEN_TIMEOUT": "1m", // stays open for the whole test
-		"DB_ACQUIRE_TIMEOUT":   "500ms",
+		"BREAKER_FAILURES": "2",
+		"BREAKER_OPEN_MIN": "1m", "BREAKER_OPEN_MAX": "1m", // stays open for the whole test
+		"DB_ACQUIRE_TIMEOUT": "500ms",
 	})
 	dbURL, err := url.Parse(env["DATABASE_URL"])
 	if err != nil {

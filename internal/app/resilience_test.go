@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/internal/testkit/netproxy"
 )

@@ -21,14 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stampede-guard/api/cache"
-	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
-	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/internal/logbuf"
 	"github.com/stampede-guard/api/internal/redisconn"
 	"github.com/stampede-guard/api/internal/server"
 	"github.com/stampede-guard/api/middleware"
-	"github.com/stampede-guard/api/repo"
 )
 
 // Main is the whole program behind main.go: it applies the process-wide
@@ -64,7 +62,6 @@ func setGCPercent(getenv func(string) string) {
 // run starts the service and blocks until ctx ends or SIGINT/SIGTERM
 // arrives, then shuts down gracefully. It returns nil after a clean shutdown.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	// ---- Configuration ----------------------------------------------------
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
@@ -77,22 +74,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	log := newLogger(lines.Direct(), cfg.LogLevel)
 	access := middleware.NewAccessLog(lines, logLevel(cfg.LogLevel))
 	redisconn.SetLogger(log) // go-redis's logger is one per process
-	if cfg.BreakerOpenOld {
-		log.Warn("BREAKER_OPEN_TIMEOUT is deprecated: it sets BREAKER_OPEN_MAX (the cap of the breakers' probe backoff) unless that is set")
-	}
-	// Tracing first, so its deferred shutdown runs last and flushes the
+	// Tracing next, so its deferred shutdown runs last and flushes the
 	// spans of everything closed before it.
 	tr, err := newTracing(ctx, cfg.Tracing)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := tr.shutdown(ctx); err != nil {
-			log.Warn("tracing: flush at shutdown failed", "err", err)
-		}
-	}()
+	defer flushTracing(tr, log)
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	// Bind first: a busy port fails in milliseconds, not after the
@@ -103,147 +91,85 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	defer ln.Close() // no-op once Serve has taken it; frees it on early errors
 
-	// ---- Database: two pools, so reports can never starve checkout ----------
-	mainPool, err := db.Open(ctx, cfg.dbConfig("main", cfg.MainMaxConns, tr.queryTracer(), log))
+	d, err := openDeps(ctx, cfg, tr, log)
 	if err != nil {
 		return err
 	}
-	defer mainPool.Close()
-	if err := checkPoolSizing(ctx, cfg, mainPool, log); err != nil {
-		return err
-	}
-	// Migrations get a roomier deadline than a request: they run once, under
-	// goose's advisory lock, before any traffic. MIGRATE_ON_START=false
-	// leaves them to `api migrate up` (a deploy step of its own).
-	if cfg.MigrateOnStart {
-		if err := migrate(ctx, cfg, mainPool, log); err != nil {
-			return err
-		}
-	}
-	reportsPool, err := db.Open(ctx, cfg.dbConfig("reports", cfg.ReportsMaxConns, tr.queryTracer(), log))
-	if err != nil {
-		return err
-	}
-	defer reportsPool.Close()
-
-	// ---- Redis -------------------------------------------------------------
-	rdb, err := redisconn.Open(cfg.redisConfig())
-	if err != nil {
-		return fmt.Errorf("config: REDIS_URL: %w", err)
-	}
-	defer rdb.Close()
-	if err := tr.instrumentRedis(rdb); err != nil {
-		return err
-	}
-	redisBreaker := redisconn.NewBreaker(rdb, cfg.breakerConfig(log)) // hooks itself into rdb
-	defer redisBreaker.Close()                                        // before rdb.Close: it probes through rdb
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		// Not fatal: the service answers from the database while Redis is
-		// away, and /readyz says so.
-		log.Warn("redis not reachable at start", "err", err)
-	}
-
-	// ---- Cache and repositories -------------------------------------------
-	// A load may take one pool acquire plus one statement, counted from
-	// taking the lock (the time budget, budget.go): the watchdog keeps the
-	// lock for a longer load, and without it a load that outlives its lock
-	// still answers its callers (2 queries, not none).
-	if !cfg.LockCoversDeadHolder {
-		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
-			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
-	}
-	hot := newHotKeys(cfg)                              // nil with HOT_KEY_DETECT=false
-	replicas := newReplicaReads(cfg, rdb, redisBreaker) // nil unless REDIS_REPLICA_READS
-	if replicas != nil {
-		defer replicas.Close()
-	}
-	c := cache.New(ctx, rdb, cfg.cacheConfig(rdb, hot, replicas, tr.provider()), log)
-	defer c.Close()
-	products := repo.NewProducts(mainPool, c, log)
-	if hot != nil {
-		products.CountReads(hot)
-	}
-	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
-		if err := products.FilterUnknownIDs(ctx, float64(cfg.UnknownIDLookups)); err != nil {
-			log.Warn("unknown-id filter: loaded later", "err", err)
-		}
-	}
-	orders := repo.NewOrders(mainPool, log)
-	reports := repo.NewReports(reportsPool)
-
-	// ---- HTTP ----------------------------------------------------------------
-	health := handlers.NewHealth(time.Second, log,
-		handlers.Check{Name: "postgres", Ping: mainPool.Ping},
-		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(mainPool.Breaker)},
-		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(redisBreaker.Snapshot)},
-	)
-	pools := []*db.Pool{mainPool, reportsPool}
-	breakers := map[string]func() breaker.Snapshot{
-		"postgres_main": mainPool.Breaker, "postgres_reports": reportsPool.Breaker, "redis": redisBreaker.Snapshot,
-	}
-	health.ShowBreakers(func() any {
-		out := make(map[string]breaker.Snapshot, len(breakers))
-		for name, snapshot := range breakers {
-			out[name] = snapshot()
-		}
-		return out
-	})
-	m := newMetrics(c, pools, breakers)
-	m.reg.MustRegister(hotKeysCollector{hot})
-	engine, err := newEngine(cfg, m, tr.middleware(cfg.Tracing.ServiceName), log, access)
-	if err != nil {
-		return err
-	}
-	var reads *requestTally // the console's request count and top keys
-	if cfg.AdminAddr != "off" {
-		// Counted only where a console can show them: with ADMIN_ADDR=off
-		// the tally was a lock and a map update per request for no reader.
-		reads = newRequestTally()
-		engine.Use(reads.middleware())
-	}
+	defer d.close()
+	m := newMetrics(d.cache, d.pools(), d.breakers())
+	m.reg.MustRegister(hotKeysCollector{d.hot})
 	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	handlers.Register(engine,
-		handlers.NewProducts(products, cfg.HTTPCache, log), handlers.NewOrders(orders, log),
-		handlers.NewReports(reports, log), health, publicMetrics,
-		routeClasses(cfg, rdb, mainPool, reportsPool, m, log))
-	handlers.RegisterOpenAPI(engine)
-
-	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).
-	srv := server.New(engine, cfg.WriteTimeout, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	// ---- Admin: console, state feed, pprof (loopback by default) -------------
-	if cfg.AdminAddr != "off" {
-		recent, stopWatch := watchLocks(ctx, rdb, cfg.fillChannel())
-		defer stopWatch() // before rdb closes
-		adm := &admin{cache: c, pools: pools, breakers: breakers, metrics: m, rdb: rdb, log: log, token: cfg.AdminToken,
-			settings: consoleSettings(cfg), reads: reads, hot: hot, recent: recent}
-		stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
-		if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
-			// The default port is taken, most likely by another instance on
-			// this host: that must not stop this one from serving. An
-			// address the user chose still fails below.
-			log.Warn("admin: default address busy, using a free loopback port", "busy", cfg.AdminAddr)
-			stopAdmin, err = serveAdmin("127.0.0.1:0", adm, log)
-		}
+	s, err := newServer(d, m, publicMetrics, tr.middleware(cfg.Tracing.ServiceName), access)
+	if err != nil {
+		return err
+	}
+	if cfg.AdminAddr != "off" { // console, state feed, pprof (loopback by default)
+		stopAdmin, err := startAdmin(ctx, d, m, s.reads)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = stopAdmin(ctx)
-		}()
+		defer stopAdmin()
 	}
-
+	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).
+	srv := server.New(s.handler, cfg.WriteTimeout, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	// ---- Warm-up and refresh-ahead of HOT_KEYS, repair of STATIC_KEYS --------
 	// Liveness answers during warm-up; readiness waits for it.
+	warm(ctx, d)
+	s.health.MarkReady()
+	log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	return shutdown(srv, s.health, serveErr, cfg, log)
+}
+
+// flushTracing flushes the spans still buffered, within 5 s.
+func flushTracing(tr *tracing, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.shutdown(ctx); err != nil {
+		log.Warn("tracing: flush at shutdown failed", "err", err)
+	}
+}
+
+// startAdmin serves the console, its state feed and pprof on ADMIN_ADDR.
+// When the default address is taken, most likely by another instance on
+// this host, it falls back to a free loopback port: that must not stop
+// this instance from serving. An address the user chose still fails.
+func startAdmin(ctx context.Context, d *deps, m *metrics, reads *requestTally) (stop func(), err error) {
+	cfg, log := d.cfg, d.log
+	recent, stopWatch := watchLocks(ctx, d.rdb, cfg.FillChannel())
+	adm := &admin{cache: d.cache, pools: d.pools(), breakers: d.breakers(), metrics: m, rdb: d.rdb, log: log, token: cfg.AdminToken,
+		settings: consoleSettings(cfg), reads: reads, hot: d.hot, recent: recent}
+	stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
+	if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
+		log.Warn("admin: default address busy, using a free loopback port", "busy", cfg.AdminAddr)
+		stopAdmin, err = serveAdmin("127.0.0.1:0", adm, log)
+	}
+	if err != nil {
+		stopWatch()
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = stopAdmin(ctx)
+		stopWatch() // before Redis closes
+	}, nil
+}
+
+// warm loads the warm-up list (HOT_KEYS) and keeps it fresh ahead of
+// expiry, and loads the never-expiring STATIC_KEYS and keeps them repaired.
+func warm(ctx context.Context, d *deps) {
+	cfg, log, products := d.cfg, d.log, d.products
 	if len(cfg.HotKeys) > 0 {
 		n, err := products.Warm(ctx, cfg.HotKeys)
 		log.Info("warm-up done", "keys", len(cfg.HotKeys), "warmed", n, "err", err)
@@ -254,32 +180,24 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		log.Info("static keys warmed", "keys", len(cfg.StaticKeys), "warmed", n, "err", err)
 		products.RepairStatic(cfg.StaticKeys, cfg.StaticRepair)
 	}
-	health.MarkReady()
-	log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)
+}
 
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-
-	// ---- Shutdown ------------------------------------------------------------
-	// Readiness goes 503 first so load balancers stop sending; in-flight
-	// requests then get up to SHUTDOWN_TIMEOUT to finish. Deferred closes
-	// run after: cache (stops refreshers), Redis, pools.
+// shutdown drains: readiness goes 503 first so load balancers stop
+// sending; after SHUTDOWN_DRAIN_DELAY (0 by default: set it to a few probe
+// periods behind a load balancer) in-flight requests get up to
+// SHUTDOWN_TIMEOUT to finish. run's deferred closes follow: admin, metrics,
+// cache (stops refreshers), Redis, pools, tracing, logs.
+func shutdown(srv *http.Server, health *handlers.Health, serveErr <-chan error, cfg config.Config, log *slog.Logger) error {
 	log.Info("shutting down", "drain_delay", cfg.DrainDelay)
 	health.Drain()
-	// Keep serving while load balancers see /readyz fail and stop sending
-	// (SHUTDOWN_DRAIN_DELAY, 0 by default: set it to a few probe periods
-	// behind a load balancer).
 	select {
 	case <-time.After(cfg.DrainDelay):
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	if err := srv.Shutdown(ctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
@@ -290,7 +208,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 }
 
 // refreshPeriod keeps hot keys reloaded well before they could go stale.
-func refreshPeriod(cfg config) time.Duration {
+func refreshPeriod(cfg config.Config) time.Duration {
 	ttl := cfg.CacheSoftTTL
 	if cfg.CacheMode != cache.ModeSWR {
 		ttl = cfg.CacheTTL

@@ -17,39 +17,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/stampede-guard/api/internal/config"
 )
-
-// tracingConfig is the standard OpenTelemetry environment this app reads
-// through getenv; the SDK and the exporter read the rest of it (headers,
-// sampler, batch sizes, OTEL_RESOURCE_ATTRIBUTES) from the process itself.
-type tracingConfig struct {
-	Exporter       string // OTEL_TRACES_EXPORTER: "" (otlp when an endpoint is set), otlp or none
-	Endpoint       string // OTEL_EXPORTER_OTLP_ENDPOINT: base URL; /v1/traces is appended
-	TracesEndpoint string // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: full URL, wins over Endpoint
-	ServiceName    string // OTEL_SERVICE_NAME
-}
-
-func readTracing(p *envParser) tracingConfig {
-	return tracingConfig{
-		Exporter:       p.oneOf("OTEL_TRACES_EXPORTER", "", "", "otlp", "none"),
-		Endpoint:       p.str("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
-		TracesEndpoint: p.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""),
-		ServiceName:    p.str("OTEL_SERVICE_NAME", "stampede-guard"),
-	}
-}
-
-// on: tracing is off by default and costs nothing then; an OTLP endpoint
-// or OTEL_TRACES_EXPORTER=otlp turns it on, OTEL_TRACES_EXPORTER=none
-// keeps it off whatever else is set.
-func (t tracingConfig) on() bool {
-	switch t.Exporter {
-	case "otlp":
-		return true
-	case "none":
-		return false
-	}
-	return t.Endpoint != "" || t.TracesEndpoint != ""
-}
 
 // tracing is the app's tracer provider and its instrumentation hooks. Off,
 // every hook is a no-op and tp is nil (the cache then traces nothing).
@@ -59,8 +29,8 @@ type tracing struct {
 
 // newTracing starts the OTLP/HTTP exporter behind a batch processor when
 // tracing is on. shutdown flushes the spans not yet sent.
-func newTracing(ctx context.Context, cfg tracingConfig) (*tracing, error) {
-	if !cfg.on() {
+func newTracing(ctx context.Context, cfg config.Tracing) (*tracing, error) {
+	if !cfg.On() {
 		return &tracing{}, nil
 	}
 	var opts []otlptracehttp.Option

@@ -33,7 +33,7 @@ func TestTracingOnlyWhenAsked(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.env, err)
 		}
-		if got := cfg.Tracing.on(); got != tc.want {
+		if got := cfg.Tracing.On(); got != tc.want {
 			t.Errorf("%v: tracing on = %v, want %v", tc.env, got, tc.want)
 		}
 	}

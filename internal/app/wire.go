@@ -17,6 +17,7 @@ import (
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/repo"
 )
@@ -25,7 +26,7 @@ import (
 // order: trace span (when tracing is on) → recovery → request id + access
 // log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
-func newEngine(cfg config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
+func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Before anything reads ClientIP: with no trusted proxies (the default)
@@ -78,13 +79,13 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 // → body read (writes, checkout) → shedding → concurrency limit. Low-value reports are
 // shed at a quarter of the queue that normal reads may join, checkout and
 // writes only at twice it. Every refusal is counted by reason and class.
-func routeClasses(cfg config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
+func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
 	var lim, keyLim *limiter.Limiter
 	var store limiter.Store
 	if cfg.RateLimit != "off" || cfg.RateLimitKey != "off" {
 		// Leases: one Redis round trip per lease of RATE_LIMIT_LEASE × the
 		// limit, not per request; the fleet still shares one budget.
-		store = middleware.NewLeaseStore(newLimitStore(rdb, cfg.namespace(), log), cfg.RateLimitLease, rateLimitClients)
+		store = middleware.NewLeaseStore(newLimitStore(rdb, cfg.Namespace(), log), cfg.RateLimitLease, rateLimitClients)
 	}
 	if cfg.RateLimit != "off" {
 		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
@@ -169,14 +170,14 @@ const bodyReadGrace = 500 * time.Millisecond
 // max_connections: a warning by default, a refusal to start with
 // STRICT_POOL_SIZING. Failing to read the limits is only a warning: the
 // check advises, the database decides.
-func checkPoolSizing(ctx context.Context, cfg config, pool *db.Pool, log *slog.Logger) error {
+func checkPoolSizing(ctx context.Context, cfg config.Config, pool *db.Pool, log *slog.Logger) error {
 	if cfg.DBPooler.Behind() {
 		logPoolerBudget(cfg, log)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StmtTimeout)
 	defer cancel()
-	r, err := db.CheckSizing(ctx, pool, cfg.sizing())
+	r, err := db.CheckSizing(ctx, pool, sizing(cfg))
 	switch {
 	case err != nil:
 		log.Warn("pool sizing not checked", "err", err)

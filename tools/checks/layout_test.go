@@ -33,7 +33,7 @@ var mayImport = map[string][]string{
 	"client/examples/order":    {"client"},
 	"internal/admin":           {"internal/console"},
 	"internal/breaker":         {},
-	"internal/config":          {},
+	"internal/config":          {"cache", "db", "handlers"}, // reads into each package's own setting types
 	"internal/console":         {},
 	"internal/hotkeys":         {},
 	"internal/logbuf":          {},

@@ -33,7 +33,7 @@ func (l *Lab) dbBlip(ctx context.Context) *Experiment {
 	rows := []struct {
 		label string
 		env   map[string]string
-	}{{"fixed 5 s (old BREAKER_OPEN_TIMEOUT)", map[string]string{"BREAKER_OPEN_MIN": "5s", "BREAKER_OPEN_MAX": "5s"}}}
+	}{{"fixed 5 s open time (BREAKER_OPEN_MIN=MAX=5s)", map[string]string{"BREAKER_OPEN_MIN": "5s", "BREAKER_OPEN_MAX": "5s"}}}
 	for range blipRuns {
 		rows = append(rows, struct {
 			label string

@@ -229,7 +229,7 @@ func (l *Lab) failover(ctx context.Context, x *Experiment, rdb *redis.ClusterCli
 	x.check(!lastBad.IsZero() && lastBad.Before(kill.Add(duration-before-2*time.Second)) || lastBad.IsZero(),
 		"failover: served from Redis again %.1f s after the kill, before the load ended, without restart", window.Seconds())
 	x.note("the degraded window spans the node timeout (%s) plus the promotion and each instance's Redis breaker "+
-		"(BREAKER_OPEN_TIMEOUT) reopening; meanwhile reads were answered from PostgreSQL (%d queries for the whole row)",
+		"(BREAKER_OPEN_MIN..MAX) reopening; meanwhile reads were answered from PostgreSQL (%d queries for the whole row)",
 		rediscluster.NodeTimeout, r.DBQueries)
 	return err
 }

@@ -1,23 +1,24 @@
-package app
+package config
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	limiter "github.com/ulule/limiter/v3"
+
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
-	limiter "github.com/ulule/limiter/v3"
 )
 
-// config is everything run reads from the environment. Defaults match
-// docker-compose.yml and .env.example; only this file knows the variable names.
-type config struct {
+// Config is everything the app reads from the environment. Defaults match
+// docker-compose.yml and .env.example (envexample_test.go holds them to it);
+// only this package knows the variable names.
+type Config struct {
 	HTTPAddr     string
 	AdminAddr    string // "off" disables the admin listener
 	AdminAddrSet bool   // set by the user: a busy address is an error, not a fallback
@@ -56,7 +57,6 @@ type config struct {
 	BreakerFailures  int
 	BreakerOpenMin   time.Duration // first probe after a breaker opens
 	BreakerOpenMax   time.Duration // cap of the doubling wait between probes
-	BreakerOpenOld   bool          // the deprecated BREAKER_OPEN_TIMEOUT is set
 	MainMaxConns     int
 	ReportsMaxConns  int
 	CheckoutReserved int // DB_CHECKOUT_RESERVED: main-pool connections only checkout may use
@@ -94,18 +94,18 @@ type config struct {
 	StaticKeys           []int64       // never-expiring products (config-like values)
 	StaticTTL            time.Duration // their safety TTL
 	StaticRepair         time.Duration // period of their repair job
-	Tracing              tracingConfig // OTEL_*: OpenTelemetry tracing (tracing.go), off by default
+	Tracing              Tracing       // OTEL_*: OpenTelemetry tracing (tracing.go), off by default
 
 	// HotKey is automatic hot-key detection (HOT_KEY_DETECT, _THRESHOLD,
 	// _TOP, _L1_TTL; hot.go).
-	HotKey hotKeySettings
+	HotKey HotKeySettings
 }
 
-// loadConfig reads and checks the configuration. A malformed value or a
+// Load reads and checks the configuration. A malformed value or a
 // broken timeout layering fails with one line naming the variable.
-func loadConfig(getenv func(string) string) (config, error) {
+func Load(getenv func(string) string) (Config, error) {
 	p := envParser{getenv: getenv}
-	c := config{
+	c := Config{
 		HTTPAddr:          p.str("HTTP_ADDR", ":8080"),
 		AdminAddr:         p.str("ADMIN_ADDR", "127.0.0.1:8081"),
 		AdminAddrSet:      p.set("ADMIN_ADDR"),
@@ -175,7 +175,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	ttls := readTTLs(&p)
 	c.CacheTTL, c.CacheSoftTTL, c.L1TTL = ttls.Hard, ttls.Soft, ttls.L1
 	c.HotKey = readHotKeys(&p, ttls)
-	c.BreakerOpenMin, c.BreakerOpenMax, c.BreakerOpenOld = breakerOpen(&p)
+	c.BreakerOpenMin, c.BreakerOpenMax = breakerOpen(&p)
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {
 		p.fail("CACHE_MODE", getenv("CACHE_MODE"), err.Error())
@@ -224,139 +224,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 			c.StaticRepair, c.StaticTTL))
 	}
 	if err := p.err(); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
-	return c, errors.Join(c.checkCluster(), c.checkPooler())
-}
-
-// cacheTTLs is the freshness chain L1_TTL < CACHE_SOFT_TTL < CACHE_TTL:
-// L1 must not hide a refresh, and stale must end before the hard expiry.
-type cacheTTLs struct {
-	L1, Soft, Hard time.Duration
-	l1Set          bool
-	softSet        bool
-	hardSet        bool
-}
-
-// readTTLs reads the three TTLs; an unset one follows the ones that were
-// set (defaults 1 s, 30 s, 10 min). L1_TTL=0 turns the L1 off.
-func readTTLs(p *envParser) cacheTTLs {
-	t := cacheTTLs{l1Set: p.set("L1_TTL"), softSet: p.set("CACHE_SOFT_TTL"), hardSet: p.set("CACHE_TTL")}
-	t.L1 = p.durationOrZero("L1_TTL", time.Second)
-	t.Soft = p.duration("CACHE_SOFT_TTL", 30*time.Second)
-	t.Hard = p.duration("CACHE_TTL", 10*time.Minute)
-	if !t.softSet && t.l1Set {
-		t.Soft = max(t.Soft, 2*t.L1)
-	}
-	if !t.hardSet && (t.softSet || t.l1Set) {
-		t.Hard = max(t.Hard, 2*t.Soft)
-	}
-	if !t.softSet && t.Soft >= t.Hard {
-		t.Soft = t.Hard / 2
-	}
-	if !t.l1Set && t.L1 >= t.Soft {
-		t.L1 = t.Soft / 2
-	}
-	return t
-}
-
-func (t cacheTTLs) check() []error {
-	origin := func(set bool) string {
-		if set {
-			return "set"
-		}
-		return "derived"
-	}
-	var errs []error
-	if t.Soft >= t.Hard {
-		errs = append(errs, fmt.Errorf("config: CACHE_SOFT_TTL=%s (%s) must be shorter than CACHE_TTL=%s (%s): stale answers need a window before the hard expiry; change one of them",
-			t.Soft, origin(t.softSet), t.Hard, origin(t.hardSet)))
-	}
-	if t.L1 >= t.Soft {
-		errs = append(errs, fmt.Errorf("config: L1_TTL=%s (%s) must be shorter than CACHE_SOFT_TTL=%s (%s): L1 would hide refreshes; change one of them",
-			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
-	}
-	return errs
-}
-
-// minSigningKey is the shortest CACHE_SIGNING_KEY accepted: HMAC-SHA256's
-// own block of security, 32 bytes (`openssl rand -hex 32` gives 64).
-const minSigningKey = 32
-
-// signingKey reads CACHE_SIGNING_KEY. A mistake is reported by length
-// only: the value is a secret and must not reach a log.
-func signingKey(p *envParser) []byte {
-	k := p.getenv("CACHE_SIGNING_KEY")
-	if k == "" {
-		return nil
-	}
-	switch {
-	case strings.TrimSpace(k) != k:
-		p.errs = append(p.errs, errors.New("config: CACHE_SIGNING_KEY has surrounding spaces: remove them (every instance must use the same bytes)"))
-		return nil
-	case len(k) < minSigningKey:
-		p.errs = append(p.errs, fmt.Errorf("config: CACHE_SIGNING_KEY is %d bytes, want at least %d (e.g. openssl rand -hex 32)", len(k), minSigningKey))
-		return nil
-	}
-	return []byte(k)
-}
-
-// outageTTL is L1_OUTAGE_TTL as cache.Config.OutageTTL, where 0 is the
-// default and a negative value turns holding off.
-func (c config) outageTTL() time.Duration {
-	if c.L1OutageTTL == 0 {
-		return -1
-	}
-	return c.L1OutageTTL
-}
-
-// namespace is CACHE_NAMESPACE as a key prefix ("ns:"), or "".
-func (c config) namespace() string {
-	if c.CacheNamespace == "" {
-		return ""
-	}
-	return c.CacheNamespace + ":"
-}
-
-// invalidationChannel is the L1 invalidation channel. Pub/sub ignores the
-// logical database, so without a namespace the channel carries it: apps on
-// databases 12 and 13 of one server never evict each other's L1.
-func (c config) invalidationChannel() string {
-	if c.CacheNamespace != "" {
-		return c.namespace() + "cache:invalidate"
-	}
-	return fmt.Sprintf("cache:invalidate:db%d", c.RedisDB)
-}
-
-// breakerOpen reads the breakers' probe schedule. BREAKER_OPEN_TIMEOUT,
-// the fixed open time of old, is a deprecated alias of BREAKER_OPEN_MAX: it
-// was the longest a breaker stayed open and still is; BREAKER_OPEN_MAX wins
-// when both are set. An unset BREAKER_OPEN_MIN above the cap follows it down.
-func breakerOpen(p *envParser) (minOpen, maxOpen time.Duration, deprecated bool) {
-	minOpen = p.duration("BREAKER_OPEN_MIN", 375*time.Millisecond)
-	maxOpen = p.duration("BREAKER_OPEN_MAX", 30*time.Second)
-	if old := p.getenv("BREAKER_OPEN_TIMEOUT"); old != "" {
-		deprecated = true // warned at start, whether or not it takes effect
-		if p.getenv("BREAKER_OPEN_MAX") == "" {
-			maxOpen = p.duration("BREAKER_OPEN_TIMEOUT", maxOpen)
-		}
-	}
-	if minOpen > maxOpen {
-		if p.getenv("BREAKER_OPEN_MIN") != "" {
-			p.fail("BREAKER_OPEN_MIN", p.getenv("BREAKER_OPEN_MIN"), fmt.Sprintf("must not exceed BREAKER_OPEN_MAX (%s)", maxOpen))
-		}
-		minOpen = maxOpen
-	}
-	return minOpen, maxOpen, deprecated
-}
-
-// fillChannel carries the lock holders' fill signals (cache/signal.go),
-// kept apart per logical database or namespace like invalidationChannel.
-func (c config) fillChannel() string {
-	if c.CacheNamespace != "" {
-		return c.namespace() + "cache:filled"
-	}
-	return fmt.Sprintf("cache:filled:db%d", c.RedisDB)
+	return c, errors.Join(c.checkTracking(), c.checkPooler())
 }
 
 // The access log is batched (internal/logbuf): defaultLogFlush keeps it a

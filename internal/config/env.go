@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// envParser reads variables and collects every error, so loadConfig reads
+// envParser reads variables and collects every error, so Load reads
 // as a flat list of names and defaults and a user fixes all mistakes in one
 // go rather than one restart each.
 type envParser struct {

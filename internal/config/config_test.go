@@ -1,8 +1,6 @@
-package app
+package config
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +8,7 @@ import (
 	"github.com/stampede-guard/api/cache"
 )
 
-// configErrorCases are environments loadConfig must refuse, with what the
+// configErrorCases are environments Load must refuse, with what the
 // error must name: the variable and, for a malformed value, the value.
 var configErrorCases = []struct {
 	name      string
@@ -63,9 +61,9 @@ var configErrorCases = []struct {
 func TestLoadConfigErrors(t *testing.T) {
 	for _, tc := range configErrorCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadConfig(envOf(tc.env))
+			_, err := Load(envOf(tc.env))
 			if err == nil {
-				t.Fatalf("loadConfig(%v): got nil error, want one naming %s", tc.env, tc.wantVar)
+				t.Fatalf("Load(%v): got nil error, want one naming %s", tc.env, tc.wantVar)
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, tc.wantVar) {
@@ -82,9 +80,9 @@ func TestLoadConfigErrors(t *testing.T) {
 }
 
 func TestLoadConfigDefaults(t *testing.T) {
-	c, err := loadConfig(envOf(nil))
+	c, err := Load(envOf(nil))
 	if err != nil {
-		t.Fatalf("loadConfig with no variables: got %v, want nil", err)
+		t.Fatalf("Load with no variables: got %v, want nil", err)
 	}
 	checks := []struct {
 		name      string
@@ -113,10 +111,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"UNKNOWN_ID_FILTER", c.UnknownIDFilter, true},
 		{"UNKNOWN_ID_LOOKUPS", c.UnknownIDLookups, 20},
 	}
-	if c, err := loadConfig(envOf(map[string]string{"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms", "LOCK_WAIT": "500ms"})); err != nil || c.BodyReadTimeout != 500*time.Millisecond {
+	if c, err := Load(envOf(map[string]string{"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms", "LOCK_WAIT": "500ms"})); err != nil || c.BodyReadTimeout != 500*time.Millisecond {
 		t.Errorf("REQUEST_TIMEOUT=1s: got body read timeout %v (%v), want 500ms", c.BodyReadTimeout, err)
 	}
-	if c, err := loadConfig(envOf(map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0", "TRUSTED_PROXIES_ALLOW_ALL": "true"})); err != nil || len(c.TrustedProxies) != 1 {
+	if c, err := Load(envOf(map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0", "TRUSTED_PROXIES_ALLOW_ALL": "true"})); err != nil || len(c.TrustedProxies) != 1 {
 		t.Errorf("TRUSTED_PROXIES=0.0.0.0/0 with TRUSTED_PROXIES_ALLOW_ALL=true: got %v, %v; want accepted", c.TrustedProxies, err)
 	}
 	for _, ck := range checks {
@@ -124,36 +122,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", ck.name, ck.got, ck.want)
 		}
 	}
-	if c, err := loadConfig(envOf(map[string]string{"L1_TTL": "0", "HOT_KEYS": " 1, 42 "})); err != nil || c.L1TTL != 0 || len(c.HotKeys) != 2 {
+	if c, err := Load(envOf(map[string]string{"L1_TTL": "0", "HOT_KEYS": " 1, 42 "})); err != nil || c.L1TTL != 0 || len(c.HotKeys) != 2 {
 		t.Errorf("L1_TTL=0, HOT_KEYS=\" 1, 42 \": got L1 %v, hot keys %v, err %v; want 0, [1 42], nil", c.L1TTL, c.HotKeys, err)
-	}
-}
-
-// TestRunConfigErrorStopsBeforeDatabase: run with a bad environment returns
-// loadConfig's error at once, before it dials the (unreachable) database.
-func TestRunConfigErrorStopsBeforeDatabase(t *testing.T) {
-	for _, tc := range configErrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"}
-			for k, v := range tc.env {
-				env[k] = v
-			}
-			_, want := loadConfig(envOf(env))
-			var out bytes.Buffer
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			start := time.Now()
-			err := run(ctx, envOf(env), &out)
-			if took := time.Since(start); took > time.Second {
-				t.Errorf("run took %s, want under 1s", took)
-			}
-			if err == nil || want == nil || err.Error() != want.Error() {
-				t.Fatalf("run: got error %v, want %v", err, want)
-			}
-			if out.Len() != 0 {
-				t.Errorf("run logged %q, want nothing (it must stop before starting anything)", out.String())
-			}
-		})
 	}
 }
 
@@ -163,11 +133,11 @@ func TestRunConfigErrorStopsBeforeDatabase(t *testing.T) {
 func TestInvalidationChannelSeparatesApps(t *testing.T) {
 	channel := func(env map[string]string) string {
 		t.Helper()
-		c, err := loadConfig(envOf(env))
+		c, err := Load(envOf(env))
 		if err != nil {
-			t.Fatalf("loadConfig(%v): %v", env, err)
+			t.Fatalf("Load(%v): %v", env, err)
 		}
-		return c.invalidationChannel() + " " + c.fillChannel()
+		return c.InvalidationChannel() + " " + c.FillChannel()
 	}
 	pairs := [][2]map[string]string{
 		{{"REDIS_URL": "redis://127.0.0.1:6379/12"}, {"REDIS_URL": "redis://127.0.0.1:6379/13"}},
@@ -181,4 +151,9 @@ func TestInvalidationChannelSeparatesApps(t *testing.T) {
 	if got := channel(map[string]string{"CACHE_NAMESPACE": "shop"}); got != "shop:cache:invalidate shop:cache:filled" {
 		t.Errorf("namespaced channels %q, want shop:cache:invalidate shop:cache:filled", got)
 	}
+}
+
+// envOf is a getenv over a map.
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
 }

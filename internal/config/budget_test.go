@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"strings"
@@ -28,9 +28,9 @@ func TestTimeBudgetDerivesFromWhatIsSet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := loadConfig(envOf(tc.env))
+			c, err := Load(envOf(tc.env))
 			if err != nil {
-				t.Fatalf("loadConfig(%v): %v", tc.env, err)
+				t.Fatalf("Load(%v): %v", tc.env, err)
 			}
 			got := [6]time.Duration{c.RequestTimeout, c.AcquireTimeout, c.StmtTimeout, c.LockTTL, c.LockWait, c.WriteTimeout}
 			if got != tc.want {
@@ -47,7 +47,7 @@ func TestTimeBudgetDerivesFromWhatIsSet(t *testing.T) {
 // outlives a dead holder's lock plus one takeover load, inside its request.
 func TestTimeBudgetDefaultsCoverDeadHolder(t *testing.T) {
 	for _, r := range []string{"", "1s", "5s", "10s", "30s", "2m"} {
-		c, err := loadConfig(envOf(map[string]string{"REQUEST_TIMEOUT": r}))
+		c, err := Load(envOf(map[string]string{"REQUEST_TIMEOUT": r}))
 		if err != nil {
 			t.Fatalf("REQUEST_TIMEOUT=%q: %v", r, err)
 		}
@@ -61,7 +61,7 @@ func TestTimeBudgetDefaultsCoverDeadHolder(t *testing.T) {
 // TestConfigReportsEveryMistake: all mistakes at once, each line naming both
 // sides of a broken rule and whether each was set or derived.
 func TestConfigReportsEveryMistake(t *testing.T) {
-	_, err := loadConfig(envOf(map[string]string{
+	_, err := Load(envOf(map[string]string{
 		"CACHE_MODE": "bogus", "REQUEST_TIMEOUT": "10s", "HTTP_WRITE_TIMEOUT": "5s", "LOCK_TTL": "1s", "DB_STATEMENT_TIMEOUT": "2s",
 	}))
 	if err == nil {

@@ -1,7 +1,7 @@
-package app
+package config
 
 // Checks that .env.example lists exactly the variables config.go reads,
-// each once with a comment, at its default. The names come from loadConfig
+// each once with a comment, at its default. The names come from Load
 // itself (a recording getenv), so the file cannot drift from it silently.
 // The compose file and Dockerfile are checked in the checks module.
 
@@ -16,15 +16,15 @@ import (
 	"testing"
 )
 
-// configVariables returns every environment variable name loadConfig reads.
+// configVariables returns every environment variable name Load reads.
 func configVariables(t *testing.T) map[string]bool {
 	t.Helper()
 	seen := map[string]bool{}
-	if _, err := loadConfig(func(name string) string { seen[name] = true; return "" }); err != nil {
-		t.Fatalf("loadConfig with an empty environment (all defaults): %v", err)
+	if _, err := Load(func(name string) string { seen[name] = true; return "" }); err != nil {
+		t.Fatalf("Load with an empty environment (all defaults): %v", err)
 	}
 	if len(seen) == 0 {
-		t.Fatal("loadConfig read no environment variable")
+		t.Fatal("Load read no environment variable")
 	}
 	return seen
 }
@@ -103,13 +103,13 @@ func TestEnvExampleEachVariableCommentedOnce(t *testing.T) {
 
 func TestEnvExampleValuesAreDefaults(t *testing.T) {
 	env := readEnvExample(t)
-	got, err := loadConfig(envOf(env))
+	got, err := Load(envOf(env))
 	if err != nil {
-		t.Fatalf("loadConfig with .env.example: %v", err)
+		t.Fatalf("Load with .env.example: %v", err)
 	}
-	want, err := loadConfig(func(string) string { return "" })
+	want, err := Load(func(string) string { return "" })
 	if err != nil {
-		t.Fatalf("loadConfig with defaults: %v", err)
+		t.Fatalf("Load with defaults: %v", err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)

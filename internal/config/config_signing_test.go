@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"strings"
@@ -20,7 +20,7 @@ func TestConfigSigningKey(t *testing.T) {
 		{"surrounding spaces", " " + long + " ", "surrounding spaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := loadConfig(envOf(map[string]string{"CACHE_SIGNING_KEY": tc.value}))
+			cfg, err := Load(envOf(map[string]string{"CACHE_SIGNING_KEY": tc.value}))
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("refused: %v", err)

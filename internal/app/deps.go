@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/config"
+	"github.com/stampede-guard/api/internal/hotkeys"
+	"github.com/stampede-guard/api/internal/redisconn"
+	"github.com/stampede-guard/api/repo"
+)
+
+// deps is everything the server is built from: two PostgreSQL pools (so
+// reports can never starve checkout), Redis behind its breaker, the cache
+// and the repositories on top. openDeps opens them in dependency order and
+// close shuts them in the reverse one.
+type deps struct {
+	cfg          config.Config
+	log          *slog.Logger
+	mainPool     *db.Pool
+	reportsPool  *db.Pool
+	rdb          redis.UniversalClient
+	redisBreaker *redisconn.Breaker
+	hot          *hotkeys.Detector // nil with HOT_KEY_DETECT=false
+	cache        *cache.Cache
+	products     *repo.Products
+	orders       *repo.Orders
+	reports      *repo.Reports
+
+	closers []func() // run last-first by close
+}
+
+// openDeps opens every dependency. On an error it closes what it opened.
+func openDeps(ctx context.Context, cfg config.Config, tr *tracing, log *slog.Logger) (d *deps, err error) {
+	d = &deps{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	if err := d.openDatabase(ctx, tr); err != nil {
+		return nil, err
+	}
+	if err := d.openRedis(ctx, tr); err != nil {
+		return nil, err
+	}
+	d.openCache(ctx, tr)
+	return d, nil
+}
+
+// openDatabase opens the main pool, checks its sizing, migrates, then
+// opens the reports pool.
+func (d *deps) openDatabase(ctx context.Context, tr *tracing) error {
+	cfg, log := d.cfg, d.log
+	main, err := db.Open(ctx, dbConfig(cfg, "main", cfg.MainMaxConns, tr.queryTracer(), log))
+	if err != nil {
+		return err
+	}
+	d.mainPool = main
+	d.closers = append(d.closers, main.Close)
+	if err := checkPoolSizing(ctx, cfg, main, log); err != nil {
+		return err
+	}
+	// Migrations run once, under goose's advisory lock, before any traffic.
+	// MIGRATE_ON_START=false leaves them to `api migrate up`.
+	if cfg.MigrateOnStart {
+		if err := migrate(ctx, cfg, main, log); err != nil {
+			return err
+		}
+	}
+	reports, err := db.Open(ctx, dbConfig(cfg, "reports", cfg.ReportsMaxConns, tr.queryTracer(), log))
+	if err != nil {
+		return err
+	}
+	d.reportsPool = reports
+	d.closers = append(d.closers, reports.Close)
+	return nil
+}
+
+// openRedis connects Redis (one server or a cluster) and hooks its breaker
+// in. An unreachable Redis is not fatal: the service answers from the
+// database while Redis is away, and /readyz says so.
+func (d *deps) openRedis(ctx context.Context, tr *tracing) error {
+	rdb, err := redisconn.Open(redisConfig(d.cfg))
+	if err != nil {
+		return fmt.Errorf("config: REDIS_URL: %w", err)
+	}
+	d.rdb = rdb
+	d.closers = append(d.closers, func() { _ = rdb.Close() })
+	if err := tr.instrumentRedis(rdb); err != nil {
+		return err
+	}
+	d.redisBreaker = redisconn.NewBreaker(rdb, breakerConfig(d.cfg, d.log)) // hooks itself into rdb
+	d.closers = append(d.closers, d.redisBreaker.Close)                     // before rdb.Close: it probes through rdb
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		d.log.Warn("redis not reachable at start", "err", err)
+	}
+	return nil
+}
+
+// openCache builds the cache and the repositories on the pools and Redis.
+func (d *deps) openCache(ctx context.Context, tr *tracing) {
+	cfg, log := d.cfg, d.log
+	// A load may take one pool acquire plus one statement, counted from
+	// taking the lock (the time budget, internal/config/budget.go).
+	if !cfg.LockCoversDeadHolder {
+		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
+			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
+	}
+	d.hot = newHotKeys(cfg)
+	replicas := newReplicaReads(cfg, d.rdb, d.redisBreaker) // nil unless REDIS_REPLICA_READS
+	if replicas != nil {
+		d.closers = append(d.closers, func() { _ = replicas.Close() })
+	}
+	d.cache = cache.New(ctx, d.rdb, cacheConfig(cfg, d.rdb, d.hot, replicas, tr.provider()), log)
+	d.closers = append(d.closers, d.cache.Close)
+	d.products = repo.NewProducts(d.mainPool, d.cache, log)
+	if d.hot != nil {
+		d.products.CountReads(d.hot)
+	}
+	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
+		if err := d.products.FilterUnknownIDs(ctx, float64(cfg.UnknownIDLookups)); err != nil {
+			log.Warn("unknown-id filter: loaded later", "err", err)
+		}
+	}
+	d.orders = repo.NewOrders(d.mainPool, log)
+	d.reports = repo.NewReports(d.reportsPool)
+}
+
+// breakers names every breaker's snapshot, for readiness, metrics and the
+// console.
+func (d *deps) breakers() map[string]func() breaker.Snapshot {
+	return map[string]func() breaker.Snapshot{
+		"postgres_main": d.mainPool.Breaker, "postgres_reports": d.reportsPool.Breaker, "redis": d.redisBreaker.Snapshot,
+	}
+}
+
+// close shuts everything openDeps opened, last opened first.
+func (d *deps) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
+}

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/middleware"
+)
+
+// httpServer is the HTTP side built from deps: the handler to serve, and the
+// readiness and request tally the lifecycle and the console drive.
+type httpServer struct {
+	handler http.Handler
+	health  *handlers.Health
+	reads   *requestTally // nil with ADMIN_ADDR=off
+}
+
+// newServer builds the gin engine (middleware in explicit order, the route
+// classes of wire.go) and registers the whole API on it. publicMetrics is
+// the /metrics handler on the API port, or nil when METRICS_ADDR serves it.
+func newServer(d *deps, m *metrics, publicMetrics http.Handler, trace gin.HandlerFunc, access *middleware.AccessLog) (*httpServer, error) {
+	cfg, log := d.cfg, d.log
+	health := handlers.NewHealth(time.Second, log,
+		handlers.Check{Name: "postgres", Ping: d.mainPool.Ping},
+		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() }},
+		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(d.mainPool.Breaker)},
+		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(d.redisBreaker.Snapshot)},
+	)
+	breakers := d.breakers()
+	health.ShowBreakers(func() any {
+		out := make(map[string]breaker.Snapshot, len(breakers))
+		for name, snapshot := range breakers {
+			out[name] = snapshot()
+		}
+		return out
+	})
+	engine, err := newEngine(cfg, m, trace, log, access)
+	if err != nil {
+		return nil, err
+	}
+	s := &httpServer{handler: engine, health: health}
+	if cfg.AdminAddr != "off" {
+		// Counted only where a console can show them: with ADMIN_ADDR=off
+		// the tally was a lock and a map update per request for no reader.
+		s.reads = newRequestTally()
+		engine.Use(s.reads.middleware())
+	}
+	handlers.Register(engine,
+		handlers.NewProducts(d.products, cfg.HTTPCache, log), handlers.NewOrders(d.orders, log),
+		handlers.NewReports(d.reports, log), health, publicMetrics,
+		routeClasses(cfg, d.rdb, d.mainPool, d.reportsPool, m, log))
+	handlers.RegisterOpenAPI(engine)
+	return s, nil
+}
+
+// pools lists the two pools, for metrics and the console.
+func (d *deps) pools() []*db.Pool { return []*db.Pool{d.mainPool, d.reportsPool} }

@@ -1,0 +1,56 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// cacheTTLs is the freshness chain L1_TTL < CACHE_SOFT_TTL < CACHE_TTL:
+// L1 must not hide a refresh, and stale must end before the hard expiry.
+type cacheTTLs struct {
+	L1, Soft, Hard time.Duration
+	l1Set          bool
+	softSet        bool
+	hardSet        bool
+}
+
+// readTTLs reads the three TTLs; an unset one follows the ones that were
+// set (defaults 1 s, 30 s, 10 min). L1_TTL=0 turns the L1 off.
+func readTTLs(p *envParser) cacheTTLs {
+	t := cacheTTLs{l1Set: p.set("L1_TTL"), softSet: p.set("CACHE_SOFT_TTL"), hardSet: p.set("CACHE_TTL")}
+	t.L1 = p.durationOrZero("L1_TTL", time.Second)
+	t.Soft = p.duration("CACHE_SOFT_TTL", 30*time.Second)
+	t.Hard = p.duration("CACHE_TTL", 10*time.Minute)
+	if !t.softSet && t.l1Set {
+		t.Soft = max(t.Soft, 2*t.L1)
+	}
+	if !t.hardSet && (t.softSet || t.l1Set) {
+		t.Hard = max(t.Hard, 2*t.Soft)
+	}
+	if !t.softSet && t.Soft >= t.Hard {
+		t.Soft = t.Hard / 2
+	}
+	if !t.l1Set && t.L1 >= t.Soft {
+		t.L1 = t.Soft / 2
+	}
+	return t
+}
+
+func (t cacheTTLs) check() []error {
+	origin := func(set bool) string {
+		if set {
+			return "set"
+		}
+		return "derived"
+	}
+	var errs []error
+	if t.Soft >= t.Hard {
+		errs = append(errs, fmt.Errorf("config: CACHE_SOFT_TTL=%s (%s) must be shorter than CACHE_TTL=%s (%s): stale answers need a window before the hard expiry; change one of them",
+			t.Soft, origin(t.softSet), t.Hard, origin(t.hardSet)))
+	}
+	if t.L1 >= t.Soft {
+		errs = append(errs, fmt.Errorf("config: L1_TTL=%s (%s) must be shorter than CACHE_SOFT_TTL=%s (%s): L1 would hide refreshes; change one of them",
+			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
+	}
+	return errs
+}
