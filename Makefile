@@ -2,7 +2,9 @@
 # from which the tests start a local Redis Cluster themselves): it uses the ones
 # below (override from the environment), or starts them with docker compose.
 # `make help` lists the targets: each one's `## comment` is its help line.
-DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
+# The app's own database; the tests and the lab only use its server, where
+# they create (and drop) databases of their own.
+DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/stampede?sslmode=disable
 REDIS_URL ?= redis://127.0.0.1:6379/0
 export DATABASE_URL REDIS_URL
 
@@ -21,8 +23,12 @@ help: ## list the targets
 build: ## build bin/api
 	$(GO) build -o bin/api .
 
-run: build services ## build and serve on :8080 (PostgreSQL and Redis from the URLs above)
-	./bin/api
+# The write key of the README's curl tour (compose sets the same one); set
+# API_KEYS to your own, or make keys with `bin/api keys create`.
+API_KEYS ?= demo-write-key-change-me
+run: build services ## build, create the app's database if missing, and serve on :8080
+	./bin/api createdb
+	API_KEYS="$(API_KEYS)" ./bin/api
 
 # The app's module, then the checks module (compose, Dockerfile, Grafana,
 # k6, CI workflow). Both always run; the exit status is the first failure's.

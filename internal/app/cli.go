@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -19,6 +20,8 @@ import (
 // usage is printed for an unknown command.
 const usage = `usage: api [command]
   (none)          serve HTTP (applies pending migrations first unless MIGRATE_ON_START=false)
+  help            print this list
+  createdb        create the database DATABASE_URL names, if it does not exist yet
   migrate up      apply every pending migration
   migrate down    roll back the most recent migration
   migrate status  list the migrations and when each was applied
@@ -34,6 +37,13 @@ var errUsage = errors.New(usage)
 func command(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return run(ctx, getenv, stdout)
+	}
+	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+		_, err := fmt.Fprintln(stdout, usage)
+		return err
+	}
+	if len(args) == 1 && args[0] == "createdb" {
+		return createDB(ctx, getenv, stdout)
 	}
 	if len(args) >= 2 && args[0] == "keys" && args[1] == "create" {
 		return keysCreate(ctx, args[2:], getenv, stdout)
@@ -75,7 +85,12 @@ func command(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer pool.Close()
-	return job(ctx, pool, cfg)
+	if err := job(ctx, pool, cfg); err != nil {
+		return err
+	}
+	// Say where: a job run against the wrong DATABASE_URL is found at once.
+	_, err = fmt.Fprintf(stdout, "%s: done on %s\n", strings.Join(args, " "), describeDB(cfg.DatabaseURL))
+	return err
 }
 
 // printStatus writes one line per migration: version, state, file.

@@ -48,6 +48,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
+	log.Info("keys create: key stored", "where", describeDB(cfg.DatabaseURL), "scope", *scope)
 	_, err = fmt.Fprintf(stdout, "%s\n", key)
 	return err
 }

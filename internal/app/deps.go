@@ -37,21 +37,24 @@ type deps struct {
 }
 
 // openDeps opens every dependency. On an error it closes what it opened.
-func openDeps(ctx context.Context, cfg config.Config, tr *tracing, log *slog.Logger) (d *deps, err error) {
-	d = &deps{cfg: cfg, log: log}
-	defer func() {
-		if err != nil {
-			d.close()
-		}
-	}()
-	if err := d.openDatabase(ctx, tr); err != nil {
+func openDeps(ctx context.Context, cfg config.Config, tr *tracing, log *slog.Logger) (*deps, error) {
+	d := &deps{cfg: cfg, log: log}
+	if err := d.open(ctx, tr); err != nil {
+		d.close()
 		return nil, err
+	}
+	return d, nil
+}
+
+func (d *deps) open(ctx context.Context, tr *tracing) error {
+	if err := d.openDatabase(ctx, tr); err != nil {
+		return err
 	}
 	if err := d.openRedis(ctx, tr); err != nil {
-		return nil, err
+		return err
 	}
 	d.openCache(ctx, tr)
-	return d, nil
+	return nil
 }
 
 // openDatabase opens the main pool, checks its sizing, migrates, then

@@ -111,7 +111,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminAddrSet:      p.set("ADMIN_ADDR"),
 		MetricsAddr:       p.str("METRICS_ADDR", ""),
 		MigrateOnStart:    p.boolean("MIGRATE_ON_START", true),
-		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/stampede?sslmode=disable"),
 		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		CacheNamespace:    p.namespace("CACHE_NAMESPACE"),
 		RedisClusterAddrs: p.hostPorts("REDIS_CLUSTER_ADDRS"),

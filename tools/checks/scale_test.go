@@ -213,9 +213,9 @@ func TestScalePgBouncer(t *testing.T) {
 	if s := num("default_pool_size") + num("reserve_pool_size"); s > num("max_db_connections") || num("max_db_connections") >= 100-10 {
 		t.Errorf("server side: default_pool_size + reserve_pool_size = %d, max_db_connections %d: want the pools within it, and it below max_connections (100) less headroom", s, num("max_db_connections"))
 	}
-	db := ini["databases"]["postgres"]
+	db := ini["databases"]["stampede"]
 	if !strings.Contains(db, "host=postgres") || !strings.Contains(db, "statement_timeout") {
-		t.Errorf("[databases] postgres = %q: want host=postgres and a connect_query setting statement_timeout (PgBouncer drops the app's)", db)
+		t.Errorf("[databases] stampede = %q: want host=postgres and a connect_query setting statement_timeout (PgBouncer drops the app's)", db)
 	}
 }
 

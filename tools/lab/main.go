@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	out := fs.String("out", "lab-results", "directory for results.json, the SVG charts and the instances' logs")
 	only := fs.String("only", "", "run only these experiments (comma-separated): "+strings.Join(names, ", "))
 	bin := fs.String("bin", "bin/api", "service binary (go build -o bin/api .)")
-	pgURL := fs.String("pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL maintenance database URL")
+	pgURL := fs.String("pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL: the lab makes databases of its own on this server, through its maintenance database postgres")
 	redisAddr := fs.String("redis", "127.0.0.1:6379", "Redis host:port or redis:// URL (the lab always uses logical database 10)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -169,7 +169,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	l := &Lab{
-		bin: binPath, logDir: logDir, pg: &PG{admin: *pgURL}, redisAddr: *redisAddr,
+		bin: binPath, logDir: logDir, pg: &PG{admin: maintenanceURL(*pgURL)}, redisAddr: *redisAddr,
 		instances: *instances, perInstance: *perInstance, delay: *delay, stdout: stdout,
 	}
 	pgHost, err := hostOf(*pgURL)
@@ -303,4 +303,16 @@ func hostOf(pgURL string) (string, error) {
 		return net.JoinHostPort(u.Hostname(), "5432"), nil
 	}
 	return u.Host, nil
+}
+
+// maintenanceURL is pgURL pointed at the server's maintenance database
+// "postgres": the lab creates its own databases there, whichever database
+// (the app's own, perhaps not made yet) the URL named.
+func maintenanceURL(pgURL string) string {
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		return pgURL // hostOf reports it
+	}
+	u.Path = "/postgres"
+	return u.String()
 }

@@ -11,7 +11,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
-DATABASE_URL=${DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable}
+DATABASE_URL=${DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/stampede?sslmode=disable}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
 
 # hostport URL DEFAULT_PORT -> prints "host port"

@@ -26,13 +26,21 @@ import (
 	"github.com/stampede-guard/api/migrations"
 )
 
-// AdminURL is the server tests create databases on: DATABASE_URL, or the
-// local PostgreSQL.
+// AdminURL is the server tests create databases on: DATABASE_URL's server
+// (or the local PostgreSQL), through its maintenance database "postgres",
+// so DATABASE_URL may name the app's own database, or one not created yet.
+// Tests never write to the database it names.
 func AdminURL() string {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return u
+	raw := os.Getenv("DATABASE_URL")
+	if raw == "" {
+		return "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	}
-	return "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw // pgx reports it
+	}
+	u.Path = "/postgres"
+	return u.String()
 }
 
 // RedisURL is the Redis tests use: REDIS_URL, or the local one.
