@@ -15,7 +15,7 @@ SKIPPED_CHECKS_FILE := $(CURDIR)/bin/skipped-checks
 export SKIPPED_CHECKS_FILE
 
 .DEFAULT_GOAL := build
-.PHONY: help build run test vet bench lint services lab fuzz security
+.PHONY: help build run test vet bench lint services lab fuzz security rename
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -87,3 +87,8 @@ lint: vet ## gofmt, go vet and staticcheck
 # when Docker works, else fails with one line saying what to start.
 services: ## check PostgreSQL and Redis answer (start them with docker compose if possible)
 	@bash tools/scripts/services.sh
+
+# Make the clone your own: rewrites the module path in every tracked file.
+rename: ## rename the module: make rename MODULE=github.com/you/shop
+	@test -n "$(MODULE)" || { echo "usage: make rename MODULE=github.com/you/shop"; exit 2; }
+	@bash tools/scripts/rename.sh "$(MODULE)"
