@@ -105,10 +105,25 @@ func isWordByte(b byte) bool {
 	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }
 
+// recvType is the name of a method's receiver type: T for T, *T, T[P].
+func recvType(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return recvType(t.X)
+	case *ast.IndexExpr:
+		return recvType(t.X)
+	case *ast.IndexListExpr:
+		return recvType(t.X)
+	case *ast.Ident:
+		return t.Name
+	}
+	return ""
+}
+
 // sourceFile is what the check knows of one file of the tree.
 type sourceFile struct {
 	funcs map[string]bool // top-level funcs without a receiver
-	decls map[string]bool // top-level funcs, methods, types, consts, vars
+	decls map[string]bool // top-level funcs, methods (M and T.M), types, consts, vars
 	words map[string]bool // identifiers and words in string literals, not comments
 }
 
@@ -161,6 +176,8 @@ func (f *sourceFile) readGo(rel string, src []byte) error {
 			f.decls[d.Name.Name] = true
 			if d.Recv == nil {
 				f.funcs[d.Name.Name] = true
+			} else if t := recvType(d.Recv.List[0].Type); t != "" {
+				f.decls[t+"."+d.Name.Name] = true
 			}
 		case *ast.GenDecl:
 			for _, spec := range d.Specs {
