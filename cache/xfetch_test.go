@@ -38,7 +38,7 @@ func TestXFetchEarlyDeterministic(t *testing.T) {
 }
 
 // TestXFetchEarlyProbability: with r uniform in (0,1] the chance of an early
-// refresh is exp(−remaining/(delta·beta)) (README, "XFetch").
+// refresh is exp(−remaining/(delta·beta)) (docs/architecture.md, "How it protects the database").
 func TestXFetchEarlyProbability(t *testing.T) {
 	t.Parallel()
 	const (

@@ -13,7 +13,7 @@ import (
 // HTTP, side by side: a bare gin handler answering the same body, the full
 // stack with the rate limiter off, and with it on (a limit never reached,
 // so every request is counted: leases make that cost no Redis round trip).
-// Compare ns/op: BENCHMARKS.md gives the command and the ratios.
+// Compare ns/op: docs/benchmarks.md gives the command and the ratios.
 func BenchmarkHotKey(b *testing.B) {
 	body := []byte(`{"id":1,"name":"x","price_cents":1}`)
 	bare := gin.New()

@@ -44,7 +44,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 // defaultGCPercent replaces Go's GOGC=100 unless GOGC is set. The live heap
 // is small (a few MB: L1, pools, counters) and every request allocates a few
 // KB, so at 100 a hot key triggers dozens of collections a second, about a
-// tenth of the CPU per answer (BENCHMARKS.md, "hot key"). At 400 the heap
+// tenth of the CPU per answer (docs/benchmarks.md, "hot key"). At 400 the heap
 // may grow to five times its live size between collections: tens of MB for
 // a quarter of the collections. GOGC=100 in the environment restores Go's
 // trade-off, and a GOMEMLIMIT caps the heap whatever the percentage.

@@ -60,7 +60,7 @@ type Config struct {
 	MainMaxConns     int
 	ReportsMaxConns  int
 	CheckoutReserved int // DB_CHECKOUT_RESERVED: main-pool connections only checkout may use
-	// Pool sizing check at start (README "Pool sizing"): instances × pools + headroom
+	// Pool sizing check at start (docs/operations.md "Pool sizing"): instances × pools + headroom
 	// must fit under the server's max_connections.
 	ExpectedInstances int
 	PoolHeadroom      int

@@ -1,6 +1,6 @@
 // Package logbuf batches the access log into a few writes a second. One
 // write(2) per request is about a tenth of what a hot key costs to answer
-// (BENCHMARKS.md, "hot key"); nginx's `access_log … buffer= flush=` makes
+// (docs/benchmarks.md, "hot key"); nginx's `access_log … buffer= flush=` makes
 // the same trade. It protects the hot path from paying a system call per
 // line, at the price of losing at most one flush interval of access lines
 // if the process is killed (SIGKILL; a clean shutdown flushes).

@@ -1,6 +1,6 @@
 // Cache stampede: 200 VUs hammer one hot key (GET /products/1) for 30 s, so
 // its entry expires several times under full load. Run the app with a short
-// CACHE_SOFT_TTL (e.g. 2s) and RATE_LIMIT=off; see loadtest/README.md.
+// CACHE_SOFT_TTL (e.g. 2s) and RATE_LIMIT=off; see tools/loadtest/README.md.
 import http from 'k6/http';
 import { check, sleep } from 'k6';
 import { Counter } from 'k6/metrics';
