@@ -33,8 +33,8 @@ type setting struct {
 
 // consoleSettings are the settings that decide how a stampede plays out.
 func consoleSettings(cfg config.Config) []setting {
-	hot := make([]string, len(cfg.HotKeys))
-	for i, id := range cfg.HotKeys {
+	hot := make([]string, len(cfg.WarmKeys))
+	for i, id := range cfg.WarmKeys {
 		hot[i] = fmt.Sprint(id)
 	}
 	waiter := map[int]string{0: "wait", 1: "fail", 2: "load"}[int(cfg.LockWaiter)]

@@ -19,7 +19,7 @@ func newHotKeys(cfg config.Config) *hotkeys.Detector {
 		return nil
 	}
 	return hotkeys.New(hotkeys.Config{
-		Threshold: cfg.HotKey.Threshold, Top: cfg.HotKey.Top, Pinned: repo.Keys(cfg.HotKeys),
+		Threshold: cfg.HotKey.Threshold, Top: cfg.HotKey.Top, Pinned: repo.Keys(cfg.WarmKeys),
 	})
 }
 

@@ -170,10 +170,10 @@ func startAdmin(ctx context.Context, d *deps, m *metrics, reads *requestTally) (
 // expiry, and loads the never-expiring STATIC_KEYS and keeps them repaired.
 func warm(ctx context.Context, d *deps) {
 	cfg, log, products := d.cfg, d.log, d.products
-	if len(cfg.HotKeys) > 0 {
-		n, err := products.Warm(ctx, cfg.HotKeys)
-		log.Info("warm-up done", "keys", len(cfg.HotKeys), "warmed", n, "err", err)
-		products.KeepFresh(cfg.HotKeys, refreshPeriod(cfg))
+	if len(cfg.WarmKeys) > 0 {
+		n, err := products.Warm(ctx, cfg.WarmKeys)
+		log.Info("warm-up done", "keys", len(cfg.WarmKeys), "warmed", n, "err", err)
+		products.KeepFresh(cfg.WarmKeys, refreshPeriod(cfg))
 	}
 	if len(cfg.StaticKeys) > 0 {
 		n, err := products.Warm(ctx, cfg.StaticKeys)

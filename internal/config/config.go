@@ -75,7 +75,7 @@ type Config struct {
 	LockCoversDeadHolder bool
 	WriteTimeout         time.Duration
 	ShutdownTimeout      time.Duration
-	HotKeys              []int64
+	WarmKeys             []int64 // HOT_KEYS (SPEC's name): warmed at start, refreshed ahead of expiry
 	LogLevel             string
 	LogFlush             time.Duration // LOG_FLUSH_INTERVAL: access lines batched this long; 0 = one write per line
 	APIKeys              []string      // API_KEYS: bearer keys with write scope, besides the api_keys table
@@ -143,7 +143,7 @@ func Load(getenv func(string) string) (Config, error) {
 		StrictPoolSizing:  p.boolean("STRICT_POOL_SIZING", false),
 		IdleTimeout:       p.duration("DB_IDLE_TIMEOUT", 30*time.Second),
 		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
-		HotKeys:           p.ids("HOT_KEYS"),
+		WarmKeys:          p.ids("HOT_KEYS"),
 		StaticKeys:        p.ids("STATIC_KEYS"),
 		StaticTTL:         p.duration("STATIC_TTL", 24*time.Hour),
 		StaticRepair:      p.duration("STATIC_REPAIR_PERIOD", time.Minute),

@@ -94,7 +94,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"RATE_LIMIT", c.RateLimit, "100-S"},
 		{"DB_MAIN_MAX_CONNS", c.MainMaxConns, 20},
 		{"TRUSTED_PROXIES", len(c.TrustedProxies), 0},
-		{"HOT_KEYS", len(c.HotKeys), 0},
+		{"HOT_KEYS", len(c.WarmKeys), 0},
 		{"L1_INVALIDATION", c.L1Tracking, false},
 		{"EXPECTED_INSTANCES", c.ExpectedInstances, 1},
 		{"DB_CONNS_HEADROOM", c.PoolHeadroom, 10},
@@ -122,8 +122,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", ck.name, ck.got, ck.want)
 		}
 	}
-	if c, err := Load(envOf(map[string]string{"L1_TTL": "0", "HOT_KEYS": " 1, 42 "})); err != nil || c.L1TTL != 0 || len(c.HotKeys) != 2 {
-		t.Errorf("L1_TTL=0, HOT_KEYS=\" 1, 42 \": got L1 %v, hot keys %v, err %v; want 0, [1 42], nil", c.L1TTL, c.HotKeys, err)
+	if c, err := Load(envOf(map[string]string{"L1_TTL": "0", "HOT_KEYS": " 1, 42 "})); err != nil || c.L1TTL != 0 || len(c.WarmKeys) != 2 {
+		t.Errorf("L1_TTL=0, HOT_KEYS=\" 1, 42 \": got L1 %v, hot keys %v, err %v; want 0, [1 42], nil", c.L1TTL, c.WarmKeys, err)
 	}
 }
 

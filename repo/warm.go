@@ -14,12 +14,12 @@ const (
 	warmBatch     = 10
 )
 
-// Warm caches the hot products before the instance reports ready.
+// Warm caches the warm-up list (HOT_KEYS) before the instance reports ready.
 func (p *Products) Warm(ctx context.Context, ids []int64) (int, error) {
 	return p.cache.Warm(ctx, keys(ids), p.loaderFor(ids), warmPerSecond, warmBatch)
 }
 
-// KeepFresh reloads the hot products every period (below the soft TTL) for
+// KeepFresh reloads the warm-up list every period (below the soft TTL) for
 // as long as the cache lives; one instance per period does the work.
 func (p *Products) KeepFresh(ids []int64, period time.Duration) {
 	p.cache.StartRefreshAhead("refresh-ahead:products", period, keys(ids), p.loaderFor(ids))
