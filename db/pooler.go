@@ -32,8 +32,8 @@ const (
 	PoolerPgBouncerPrepared Pooler = "pgbouncer-prepared"
 )
 
-// ParsePooler validates a DB_POOLER value; empty means none.
-func ParsePooler(s string) (Pooler, error) {
+// parsePooler validates a DB_POOLER value; empty means none.
+func parsePooler(s string) (Pooler, error) {
 	switch p := Pooler(s); p {
 	case "":
 		return PoolerNone, nil

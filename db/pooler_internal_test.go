@@ -25,11 +25,11 @@ func TestParsePGDuration(t *testing.T) {
 
 func TestParsePooler(t *testing.T) {
 	for in, want := range map[string]Pooler{"": PoolerNone, "none": PoolerNone, "pgbouncer": PoolerPgBouncer, "pgbouncer-prepared": PoolerPgBouncerPrepared} {
-		if got, err := ParsePooler(in); err != nil || got != want {
-			t.Errorf("ParsePooler(%q): got %q, %v, want %q", in, got, err, want)
+		if got, err := parsePooler(in); err != nil || got != want {
+			t.Errorf("parsePooler(%q): got %q, %v, want %q", in, got, err, want)
 		}
 	}
-	if _, err := ParsePooler("odyssey"); err == nil {
-		t.Error(`ParsePooler("odyssey"): got nil error`)
+	if _, err := parsePooler("odyssey"); err == nil {
+		t.Error(`parsePooler("odyssey"): got nil error`)
 	}
 }
