@@ -12,11 +12,13 @@ import (
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
-// TestLockExpiresDuringSlowLoad is the lab's lock-ttl experiment: a 100 ms lock
-// over a 300 ms query (scaled up for the watchdog case, see there). Two instances ask for one cold key, the second 10 ms
-// after the first. The loader answers "v1", "v2"… in call order.
+// TestLockExpiresDuringSlowLoad is the lab's lock-ttl experiment: a short
+// lock over a query three times as long (the lab's 100 ms over 300 ms,
+// scaled ×5 here so a loaded machine's stalls are small beside them). Two
+// instances ask for one cold key, the second 50 ms into the first's load.
+// The loader answers "v1", "v2"… in call order.
 //
-// Not parallel with the other tests: with a 100 ms lock the watchdog must
+// Not parallel with the other tests: with a 100 ms lock the watchdog had to
 // run every 50 ms, and beside the 1000-goroutine stampedes under -race it
 // sometimes did not (the lock was lost, v2 stored). Sequential tests run
 // before the parallel ones start, so this one runs on a quiet process.
@@ -38,14 +40,17 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			// refused: the first does not overwrite, the second has nothing
 			// to be fenced against but lost its lock too.
 			name: "no watchdog, both loads outlive their lock", watchdog: cache.WatchdogOff,
-			lockTTL: 100 * time.Millisecond, loadTimes: []time.Duration{300 * time.Millisecond, 300 * time.Millisecond},
+			lockTTL: 500 * time.Millisecond, loadTimes: []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond},
 			wantLoads: 2, wantA: "v1", wantB: "v2", wantStored: "", wantLostA: 1, wantLostB: 1,
 		},
 		{
 			// The second load fits in its lock and is stored; the first
-			// holder's late write (at 300 ms) must not replace it.
+			// holder's late write (at 1.5 s) must not replace it. 100 ms
+			// in a 500 ms lock leaves 400 ms for the fenced write (a 20 ms
+			// load in a 100 ms lock left 80 ms, which a loaded machine
+			// could miss).
 			name: "no watchdog, second load fits its lock", watchdog: cache.WatchdogOff,
-			lockTTL: 100 * time.Millisecond, loadTimes: []time.Duration{300 * time.Millisecond, 20 * time.Millisecond},
+			lockTTL: 500 * time.Millisecond, loadTimes: []time.Duration{1500 * time.Millisecond, 100 * time.Millisecond},
 			wantLoads: 2, wantA: "v1", wantB: "v2", wantStored: "v2", wantLostA: 1, wantLostB: 0,
 		},
 		{
@@ -90,10 +95,10 @@ func TestLockExpiresDuringSlowLoad(t *testing.T) {
 			var errA, errB error
 			var wg sync.WaitGroup
 			wg.Go(func() { resA, errA = a.Fetch(ctx, key, load) })
-			// B starts 10 ms into A's load (not 10 ms after A's goroutine:
+			// B starts 50 ms into A's load (not 50 ms after A's goroutine:
 			// on a starved machine A may not have taken the lock by then).
 			<-firstLoad
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 			wg.Go(func() { resB, errB = b.Fetch(ctx, key, load) })
 			wg.Wait()
 

@@ -103,8 +103,10 @@ func TestWaiterBackoffGrows(t *testing.T) {
 	_, polls := waitOnDeadHolder(t, 1, 1500*time.Millisecond)
 	n := len(polls[0])
 	t.Logf("one waiter polled %d times in 1.5s", n)
-	if n < 3 || n > 25 {
-		t.Errorf("one waiter polled %d times in 1.5s, want 3..25 (backoff 20ms doubling to 200ms)", n)
+	// The upper bound is the claim (a busy machine can only lower n);
+	// the lower one only says the waiter kept polling after its first try.
+	if n < 2 || n > 25 {
+		t.Errorf("one waiter polled %d times in 1.5s, want 2..25 (backoff 20ms doubling to 200ms)", n)
 	}
 }
 

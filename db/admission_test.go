@@ -67,13 +67,17 @@ func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
 			held[0]() // a connection frees: the queued caller gets it
 		}
 		err := <-done
+		// "At once" is an order, not a stopwatch: in the refused cases
+		// nothing frees a connection, so a caller that queued could only
+		// end at its deadline; a refusal must come while ctx is still live.
+		expired := ctx.Err() != nil
 		cancel()
 		var refused *RefusedError
 		if got := errors.As(err, &refused); got != tc.refused {
 			t.Errorf("priority %d, predicted wait %s of 1s left: refused %v (%v), want %v", tc.priority, tc.wait, got, err, tc.refused)
 		}
-		if tc.refused && time.Since(start) > 500*time.Millisecond {
-			t.Errorf("priority %d: refused after %s, want at once", tc.priority, time.Since(start))
+		if tc.refused && expired {
+			t.Errorf("priority %d: refused after its deadline (%s), want at once", tc.priority, time.Since(start))
 		}
 	}
 }
@@ -136,12 +140,13 @@ func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 		t.Errorf("a third read got the reserved connection")
 		leave()
 	}
-	start := time.Now()
+	// Nothing frees a connection here: a checkout that queued could only
+	// end in an error at its deadline, so getting one at all means at once.
 	cctx, ccancel := context.WithTimeout(WithClass(context.Background(), &Class{Priority: Critical}), time.Second)
 	defer ccancel()
 	leave, err := g.enter(cctx, fixedWait(0), entry{byDeadline: true})
-	if err != nil || time.Since(start) > 10*time.Millisecond {
-		t.Fatalf("checkout: %v after %s, want a connection at once", err, time.Since(start))
+	if err != nil {
+		t.Fatalf("checkout: %v, want the reserved connection at once", err)
 	}
 	leave()
 }
@@ -167,8 +172,13 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 		start := time.Now()
 		done := enterLater(ctx, g, 10*time.Millisecond)
 		var err error
+		expired := false
 		if tc.refused {
 			err = <-done
+			// Nothing frees a connection until after the answer: a read
+			// that waited could only end at its 2 s deadline, so a
+			// refusal must come while ctx is still live.
+			expired = ctx.Err() != nil
 			held[0]()
 		} else {
 			time.Sleep(100 * time.Millisecond)
@@ -181,8 +191,8 @@ func TestGateStandingQueueIsShort(t *testing.T) {
 		if got := errors.As(err, &refused); got != tc.refused {
 			t.Errorf("priority %d in a standing queue: refused %v (%v), want %v", tc.priority, got, err, tc.refused)
 		}
-		if tc.refused && time.Since(start) > time.Second {
-			t.Errorf("refused after %s, want within a couple of holds, not the 2 s deadline", time.Since(start))
+		if tc.refused && expired {
+			t.Errorf("refused after %s, at its deadline: want within a couple of holds, not the 2 s deadline", time.Since(start))
 		}
 	}
 }

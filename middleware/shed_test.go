@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,7 +114,10 @@ func TestLimit(t *testing.T) {
 		}
 	}
 
-	start := time.Now()
+	// "At once" is an ordering, not a stopwatch: the answer must come
+	// while the n requests still hold their slots (release is not closed
+	// yet), so it cannot have waited for a slot. 5 s only ends the test if
+	// it was let in and blocks in the handler.
 	answered := make(chan *httptest.ResponseRecorder, 1)
 	go func() { answered <- serve(e) }()
 	var w *httptest.ResponseRecorder
@@ -124,8 +128,8 @@ func TestLimit(t *testing.T) {
 		wg.Wait()
 		t.Fatalf("request %d was let in, not refused, with %d in flight", n+1, n)
 	}
-	if elapsed := time.Since(start); w.Code != http.StatusServiceUnavailable || elapsed > 100*time.Millisecond {
-		t.Errorf("request %d: got %d after %s, want 503 at once", n+1, w.Code, elapsed)
+	if w.Code != http.StatusServiceUnavailable {
+		t.Errorf("request %d: got %d while %d held their slots, want 503", n+1, w.Code, n)
 	}
 	if got := w.Header().Get("Retry-After"); got != "1" {
 		t.Errorf("Retry-After: got %q, want %q", got, "1")
@@ -162,11 +166,16 @@ func TestLimitRetryAfterFollowsHoldTime(t *testing.T) {
 		<-release
 		c.Status(http.StatusOK)
 	})
-	// One request holds its slot for 1.5 s: the average hold time.
+	// One request holds its slot for at least 1.5 s: the average hold
+	// time. A loaded machine can only make it hold longer, so the hint is
+	// checked against what the test measured around that request, not
+	// against exactly "2".
 	go func() { time.Sleep(1500 * time.Millisecond); release <- struct{}{} }()
+	start := time.Now()
 	if code := serve(e).Code; code != http.StatusOK {
 		t.Fatalf("first request: %d", code)
 	}
+	held := time.Since(start) // ≥ the handler's own hold
 	<-entered
 	done := make(chan struct{})
 	go func() { serve(e); close(done) }()
@@ -174,7 +183,12 @@ func TestLimitRetryAfterFollowsHoldTime(t *testing.T) {
 	w := serve(e)
 	close(release)
 	<-done
-	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "2" {
-		t.Errorf("refused: got %d with Retry-After %q, want 503 with 2 (1.5 s held, rounded up)", w.Code, w.Header().Get("Retry-After"))
+	// At least 2 (1.5 s, rounded up: a constant 1 s would say 1), at most
+	// the measured hold rounded up.
+	ra, err := strconv.Atoi(w.Header().Get("Retry-After"))
+	most := int((held + time.Second - 1) / time.Second)
+	if w.Code != http.StatusServiceUnavailable || err != nil || ra < 2 || ra > most {
+		t.Errorf("refused: got %d with Retry-After %q, want 503 with 2..%d (held 1.5 s at least, %s measured, rounded up)",
+			w.Code, w.Header().Get("Retry-After"), most, held.Round(time.Millisecond))
 	}
 }

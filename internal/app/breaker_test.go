@@ -77,8 +77,12 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 	}
 	got := timedGet(base + uncached())
 	ra, _ := strconv.Atoi(got.header.Get("Retry-After"))
-	if got.status != http.StatusServiceUnavailable || ra < 1 || got.elapsed >= 200*time.Millisecond {
-		t.Errorf("read with the breaker open: got %d Retry-After %q after %s (%v), want 503, Retry-After ≥ 1, < 200ms",
+	// The bound is the configured DB_ACQUIRE_TIMEOUT (500 ms), the wait
+	// a read let through to the pool may spend on a connection; the
+	// refusal does no I/O at all, so one loopback HTTP round trip has
+	// ten times what it needs even on a loaded 2-core machine.
+	if got.status != http.StatusServiceUnavailable || ra < 1 || got.elapsed >= 500*time.Millisecond {
+		t.Errorf("read with the breaker open: got %d Retry-After %q after %s (%v), want 503, Retry-After ≥ 1, within DB_ACQUIRE_TIMEOUT (500ms)",
 			got.status, got.header.Get("Retry-After"), got.elapsed, got.err)
 	}
 	// Readiness speaks for this instance only: a shared outage

@@ -141,8 +141,11 @@ func TestShutdownIdleIsQuick(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("run: got %v, want nil", err)
 	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("idle shutdown took %s, want under 2s", took)
+	// With nothing in flight nothing is waited for; a shutdown that waited
+	// out SHUTDOWN_TIMEOUT would take all of it. Half of it is the bound:
+	// 2.5 s for closing a listener and pools on a loaded machine.
+	if took := time.Since(start); took > shutdownTimeout/2 {
+		t.Errorf("idle shutdown took %s, want under %s (half of SHUTDOWN_TIMEOUT)", took, shutdownTimeout/2)
 	}
 	portClosed(t, base)
 }

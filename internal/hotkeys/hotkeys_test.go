@@ -155,15 +155,25 @@ func TestPinnedAndSampled(t *testing.T) {
 }
 
 // TestConcurrentObserve: many goroutines observing and asking at once (run
-// with -race).
+// with -race) lose no read. The fake clock stands still during the storm,
+// so every read falls in one window; then it moves one window on, and the
+// window's rates must be exactly the reads each key got (a count-min
+// sketch only overestimates, and nine keys in 4096 × 4 counters do not
+// collide in every row), and exactly the keys read at the threshold or
+// more must be hot. A read lost to a race would show as a lower rate.
 func TestConcurrentObserve(t *testing.T) {
-	d := New(Config{Threshold: 10, Window: 10 * time.Millisecond})
+	const threshold, goroutines, reads = 2000, 8, 5000
+	d, clk := newTestDetector(Config{Threshold: threshold, Window: time.Second})
+	want := map[string]int{}
+	for g := range goroutines {
+		for i := range reads {
+			want[key(uint64(i%(g+2)))]++
+		}
+	}
 	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 5000 {
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range reads {
 				k := key(uint64(i % (g + 2)))
 				d.Observe(k)
 				_ = d.Hot(k)
@@ -171,7 +181,27 @@ func TestConcurrentObserve(t *testing.T) {
 					_ = d.Top()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
+	clk.t = clk.t.Add(time.Second) // after wg.Wait: no reader races the clock
+	got := map[string]float64{}
+	for _, r := range d.Top() {
+		got[r.Key] = r.PerSecond
+	}
+	hot := 0
+	for k, n := range want {
+		if got[k] != float64(n) {
+			t.Errorf("%s: rate %v/s, want %d/s (every read of the 1 s window counted)", k, got[k], n)
+		}
+		if d.Hot(k) != (n >= threshold) {
+			t.Errorf("%s read %d/s: hot %v, want %v (threshold %d/s)", k, n, d.Hot(k), n >= threshold, threshold)
+		}
+		if n >= threshold {
+			hot++
+		}
+	}
+	if hot == 0 || hot == len(want) {
+		t.Fatalf("%d of %d keys at or over the threshold: the test must have both kinds", hot, len(want))
+	}
 }
