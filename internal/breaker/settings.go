@@ -45,7 +45,7 @@ func (b *Breaker) settings() gobreaker.Settings {
 func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
 	switch to {
 	case gobreaker.StateOpen:
-		if from == gobreaker.StateClosed {
+		if from == gobreaker.StateClosed { // the schedule starts over
 			b.failedProbes, b.wait = 0, b.cfg.OpenMin
 		} else { // the probe failed
 			b.failedProbes++
@@ -55,8 +55,8 @@ func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
 	case gobreaker.StateHalfOpen: // only the layer's probe gets here
 		b.nextProbe = time.Time{}
 		b.probes++
-	case gobreaker.StateClosed:
-		b.failedProbes, b.wait = 0, 0
+	case gobreaker.StateClosed: // the probe succeeded
+		b.failedProbes = 0
 	}
 	prev := b.state
 	b.state = stateOf(to)
