@@ -116,3 +116,51 @@ func TestBreakerRecoversAtFirstProbe(t *testing.T) {
 		t.Errorf("query after recovery: %v", err)
 	}
 }
+
+// TestBreakerIgnoresRequestErrors: against a healthy PostgreSQL, errors
+// about the request (a constraint violation, a missing row, bad SQL, a
+// statement the caller's own deadline cut) never open the breaker however
+// many come in a row, and a success between outage errors is what resets
+// a streak, not them.
+func TestBreakerIgnoresRequestErrors(t *testing.T) {
+	t.Parallel()
+	pool, tr, _ := proxiedPool(t, breaker.Config{Failures: 2, OpenMin: time.Minute})
+	ctx := context.Background()
+	err := pool.With(ctx, func(c db.Conn) error {
+		_, err := c.Exec(ctx, `CREATE TABLE uniq (id int PRIMARY KEY); INSERT INTO uniq VALUES (1)`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	requests := []struct {
+		name     string
+		deadline time.Duration // the caller's own, 0 for none
+		sql      string
+	}{
+		{"unique violation", 0, `INSERT INTO uniq VALUES (1)`},
+		{"no rows", 0, `SELECT id FROM uniq WHERE id = 2`},
+		{"syntax error", 0, `SELEC 1`},
+		{"division by zero", 0, `SELECT 1/0`},
+		{"caller's deadline", 50 * time.Millisecond, `SELECT pg_sleep(1)`},
+	}
+	for range 2 { // each kind twice in a row: a streak of Failures if counted
+		for _, r := range requests {
+			rctx, cancel := ctx, context.CancelFunc(func() {})
+			if r.deadline > 0 {
+				rctx, cancel = context.WithTimeout(ctx, r.deadline)
+			}
+			err := pool.With(rctx, func(c db.Conn) error {
+				var id int
+				return c.QueryRow(rctx, r.sql).Scan(&id)
+			})
+			cancel()
+			if err == nil || db.IsOutage(err) {
+				t.Fatalf("%s: got %v, want a request error", r.name, err)
+			}
+			if s := pool.Breaker(); s.State != breaker.Closed || s.Failures != 0 {
+				t.Fatalf("after %s: got %s with %d failures, want closed with 0; transitions:%s", r.name, s.State, s.Failures, tr)
+			}
+		}
+	}
+}

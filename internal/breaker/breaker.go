@@ -1,18 +1,36 @@
-// Package breaker is the circuit breaker shared by the PostgreSQL pools and
-// the Redis client: closed → open after consecutive outage errors → half-open
-// while the breaker's own cheap health probe runs → closed on success, open
-// again on failure.
+// Package breaker is the circuit breaker of the PostgreSQL pools and the
+// Redis client: a thin layer on github.com/sony/gobreaker/v2 that adds the
+// one thing gobreaker does not have, a recovery schedule that follows the
+// outage.
 //
-// Unlike a breaker with a fixed open time, its open time follows the outage:
-// the first probe comes soon after opening (OpenMin, jittered so instances do
-// not probe together), each failed probe doubles the wait up to OpenMax, and
-// a successful probe resets it. A blip therefore costs a fraction of a
-// second, and a long outage costs a handful of probes per instance.
+// gobreaker owns the breaker. It counts outcomes in a rolling window
+// (Window, in ten buckets of BucketPeriod), trips on Failures consecutive
+// outage errors (ReadyToTrip), decides what counts (IsSuccessful from
+// Config.IsFailure; IsExcluded from Config.IsExcluded, so a caller's own
+// cancellation or a request's mistake never trips it nor resets a streak),
+// ignores late results of calls admitted before a transition (its
+// generations), holds the single half-open slot (MaxRequests 1) and
+// reports every transition (OnStateChange).
 //
-// While open or half-open, no user call reaches the dependency: the probe is
-// a health query the breaker runs itself, one at a time, so a recovering
-// dependency sees one query per instance instead of a burst of user
-// requests that might time out.
+// The layer owns the time after opening. gobreaker's open time is fixed,
+// and its move from open to half-open is lazy: the first request or read of
+// its state after Timeout takes the half-open slot, which could be a user's
+// request to a dead dependency. So the layer keeps users out itself from
+// the moment gobreaker opens until it closes again, and in between it is
+// the only caller of gobreaker: when its own timer fires, it asks gobreaker
+// for the half-open slot (TwoStepCircuitBreaker.Allow; gobreaker's Timeout
+// is 1 ns, so the slot is always free by then) and runs its cheap health
+// Probe in it, never a user's request. A failed probe re-opens gobreaker and
+// the layer waits twice as long (up to OpenMax, jittered) before the next;
+// a successful one closes gobreaker, and the next opening starts again at
+// OpenMin. A blip therefore costs a fraction of a second, and a long outage
+// a handful of probes per instance. Refused users get an *OpenError whose
+// RetryAfter is the time to the next probe.
+//
+// Every call into gobreaker is made under the layer's mutex, so its
+// OnStateChange runs under that mutex too and the layer's copy of the state
+// changes in step with gobreaker's. State and Snapshot read that copy, never
+// gobreaker's State(), so reading the state never moves gobreaker.
 package breaker
 
 import (
@@ -21,6 +39,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sony/gobreaker/v2"
 )
 
 // ErrOpen is matched (errors.Is) by every refusal: the call was not made.
@@ -42,11 +62,10 @@ func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 // Breaker guards one dependency. Its zero value is not usable; call New.
 type Breaker struct {
 	cfg Config
+	cb  *gobreaker.TwoStepCircuitBreaker[struct{}]
 
-	mu           sync.Mutex // guards everything below
-	state        State
-	gen          uint64 // bumped on every transition; late results of older calls are ignored
-	failures     uint32 // consecutive outage errors while closed
+	mu           sync.Mutex // guards everything below and every call into cb
+	state        State      // cb's state, as its OnStateChange last reported it
 	failedProbes int
 	probes       int64         // probes started, ever
 	wait         time.Duration // nominal (unjittered) wait before the next probe
@@ -63,11 +82,13 @@ type Breaker struct {
 func New(cfg Config) *Breaker {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Breaker{cfg: cfg, ctx: ctx, cancel: cancel}
+	b := &Breaker{cfg: cfg, ctx: ctx, cancel: cancel}
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](b.settings())
+	return b
 }
 
-// Do runs call if the breaker is closed and counts its outcome. Otherwise it
-// returns an *OpenError (matching ErrOpen) without calling.
+// Do runs call if the breaker is closed and hands its outcome to gobreaker.
+// Otherwise it returns an *OpenError (matching ErrOpen) without calling.
 func (b *Breaker) Do(call func() error) error {
 	b.mu.Lock()
 	if b.state != Closed {
@@ -75,98 +96,25 @@ func (b *Breaker) Do(call func() error) error {
 		b.mu.Unlock()
 		return err
 	}
-	gen := b.gen
+	done, err := b.cb.Allow() // closed: gobreaker counts the request and lets it pass
 	b.mu.Unlock()
+	if err != nil {
+		return &OpenError{Name: b.cfg.Name}
+	}
 
-	err := call()
-	b.record(gen, err)
+	err = call()
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// A result that ends while the breaker is open or probing belongs to
+	// the generation before the opening, and gobreaker would ignore it; but
+	// handing it over would make gobreaker read its state, which (Timeout
+	// being 1 ns) moves it to half-open outside the schedule. After a
+	// recovery, gobreaker's generations drop it.
+	if b.state == Closed {
+		done(err)
+	}
 	return err
-}
-
-// record counts one call's outcome, unless it is excluded or the breaker
-// has moved on since the call started (a result from before an opening or
-// a recovery says nothing about now).
-func (b *Breaker) record(gen uint64, err error) {
-	if err != nil && b.cfg.IsExcluded(err) {
-		return // says nothing about the dependency: neither failure nor success
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if gen != b.gen || b.state != Closed {
-		return
-	}
-	if err == nil || !b.cfg.IsFailure(err) {
-		b.failures = 0
-		return
-	}
-	b.failures++
-	if b.failures >= b.cfg.Failures {
-		b.failedProbes = 0
-		b.wait = b.cfg.OpenMin
-		b.setLocked(Open)
-		b.scheduleLocked()
-	}
-}
-
-// scheduleLocked arms the next probe after a jittered b.wait. The timer's
-// callback owns one count of b.running until it returns, or until Close
-// stops the timer first.
-func (b *Breaker) scheduleLocked() {
-	if b.shut {
-		return
-	}
-	d := jittered(b.wait, b.cfg.Jitter, b.cfg.Rand())
-	b.nextProbe = b.cfg.Clock.Now().Add(d)
-	b.running.Add(1)
-	b.stopTimer = b.cfg.Clock.AfterFunc(d, func() {
-		defer b.running.Done()
-		b.probe()
-	})
-}
-
-// probe runs the health query once, half-open, and closes or re-opens the
-// breaker. Only the timer calls it, and the next timer is armed only after
-// it returns, so probes never overlap.
-func (b *Breaker) probe() {
-	b.mu.Lock()
-	if b.shut || b.state != Open {
-		b.mu.Unlock()
-		return
-	}
-	b.nextProbe = time.Time{}
-	b.probes++
-	b.setLocked(HalfOpen)
-	b.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ProbeTimeout)
-	err := b.cfg.Probe(ctx)
-	cancel()
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.shut {
-		return
-	}
-	if err == nil {
-		b.failures, b.failedProbes, b.wait = 0, 0, 0
-		b.setLocked(Closed)
-		return
-	}
-	b.failedProbes++
-	b.wait = min(2*b.wait, b.cfg.OpenMax)
-	b.setLocked(Open)
-	b.scheduleLocked()
-}
-
-// setLocked moves to s and tells OnStateChange, under the lock so that
-// observers see transitions in order.
-func (b *Breaker) setLocked(s State) {
-	from := b.state
-	b.state = s
-	b.gen++
-	if from != s && b.cfg.OnStateChange != nil {
-		b.cfg.OnStateChange(b.cfg.Name, from, s)
-	}
 }
 
 // untilProbeLocked is the time to the next probe: 0 while one runs.
@@ -189,11 +137,4 @@ func (b *Breaker) Close() {
 	b.mu.Unlock()
 	b.cancel()
 	b.running.Wait()
-}
-
-// jittered shortens d by up to the fraction j (u in [0, 1)): the wait never
-// exceeds the nominal schedule, and instances that opened together drift
-// apart instead of probing in step.
-func jittered(d time.Duration, j, u float64) time.Duration {
-	return d - time.Duration(float64(d)*j*u)
 }

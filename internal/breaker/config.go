@@ -12,9 +12,14 @@ import (
 type Config struct {
 	// Name labels errors, logs and metrics ("postgres_main", "redis").
 	Name string
-	// Failures is how many consecutive outage errors open the breaker;
-	// default 5.
+	// Failures is how many consecutive outage errors open the breaker
+	// (gobreaker's ReadyToTrip); default 5.
 	Failures uint32
+	// Window is gobreaker's rolling window (Interval, in ten buckets of
+	// BucketPeriod): an outage error older than that no longer counts
+	// towards a streak; default 1 minute, well beyond the time an outage
+	// takes to produce its streak.
+	Window time.Duration
 	// OpenMin is the wait before the first probe after opening (jittered
 	// down by up to Jitter); default 375 ms. Probes then come at about 1,
 	// 3, 7, 15… × OpenMin after opening: with 375 ms a 2 s blip ends
@@ -34,17 +39,21 @@ type Config struct {
 	// ProbeTimeout bounds one probe; default 1 second.
 	ProbeTimeout time.Duration
 	// IsFailure reports whether a call's error means the dependency is
-	// failing; default: every error.
+	// failing (the rest count as successes: gobreaker's IsSuccessful);
+	// default: every error.
 	IsFailure func(error) bool
 	// IsExcluded reports errors that say nothing about the dependency (the
 	// caller cancelled, a client mistake): counted neither as failure nor
-	// as success, so they do not reset a failure streak; default:
-	// context.Canceled.
+	// as success, so they do not reset a failure streak (gobreaker's
+	// IsExcluded); default: context.Canceled. The breaker's own probe is
+	// never excluded.
 	IsExcluded func(error) bool
-	// OnStateChange, if set, is told of every transition, under the
-	// breaker's lock: it must not call back into the breaker.
+	// OnStateChange, if set, is told of every transition (from gobreaker's
+	// OnStateChange), under the breaker's lock: it must not call back into
+	// the breaker.
 	OnStateChange func(name string, from, to State)
-	// Clock and Rand are for tests; default the real clock and math/rand/v2.
+	// Clock and Rand time the probe schedule, for tests; default the real
+	// clock and math/rand/v2. gobreaker's window runs on the real clock.
 	Clock Clock
 	Rand  func() float64
 }
@@ -52,6 +61,7 @@ type Config struct {
 // Defaults of the zero Config.
 const (
 	DefaultFailures     = 5
+	DefaultWindow       = time.Minute
 	DefaultOpenMin      = 375 * time.Millisecond
 	DefaultOpenMax      = 30 * time.Second
 	DefaultJitter       = 0.2
@@ -64,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Failures == 0 {
 		c.Failures = DefaultFailures
+	}
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
 	}
 	if c.OpenMin <= 0 {
 		c.OpenMin = DefaultOpenMin

@@ -54,20 +54,22 @@ type Snapshot struct {
 	NextProbeSeconds float64 `json:"next_probe_seconds"`
 	// FailedProbes counts consecutive failed probes since the breaker opened.
 	FailedProbes int `json:"failed_probes"`
-	// Failures counts consecutive outage errors while closed.
+	// Failures counts consecutive outage errors while closed, in
+	// gobreaker's window.
 	Failures uint32 `json:"failures"`
 	// Probes counts every probe started since the breaker was built.
 	Probes int64 `json:"probes"`
 }
 
-// Snapshot reads the breaker's state.
+// Snapshot reads the breaker's state. It does not read gobreaker's state,
+// which would move it from open to half-open.
 func (b *Breaker) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return Snapshot{
 		Name: b.cfg.Name, State: b.state, NextProbe: b.nextProbe,
 		NextProbeSeconds: b.untilProbeLocked().Seconds(),
-		FailedProbes:     b.failedProbes, Failures: b.failures, Probes: b.probes,
+		FailedProbes:     b.failedProbes, Failures: b.cb.Counts().ConsecutiveFailures, Probes: b.probes,
 	}
 }
 
