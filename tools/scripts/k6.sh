@@ -71,7 +71,7 @@ start_app() {
 	env $(settings "$1") ${K6_APP_ENV:-} HTTP_ADDR="$addr" ADMIN_ADDR= METRICS_ADDR= \
 		CACHE_NAMESPACE="k6-$run-$1" ./bin/api >"$app_log" 2>&1 &
 	app_pid=$!
-	for _ in $(seq 1 300); do
+	for _ in $(seq 1 600); do # up to 60 s: migrations run first
 		if [[ $(curl -s -o /dev/null -w '%{http_code}' "http://$addr/readyz") == 200 ]]; then
 			echo "k6: bin/api ready on $addr with $(settings "$1")${K6_APP_ENV:+ $K6_APP_ENV} (log: $app_log)"
 			return 0
