@@ -9,13 +9,15 @@ REDIS_URL ?= redis://127.0.0.1:6379/0
 export DATABASE_URL REDIS_URL
 
 GO ?= go
-# Checks left out for a missing optional tool (Chromium) append their names
-# here; `make test` prints them as its last line.
+# Checks left out for a missing optional tool (pgbouncer, Chromium) append
+# their names here; `make test` prints them as its last line. The k6 scripts
+# are always named there: they are load runs of a minute or more each, run
+# by `make k6`, not by `make test`.
 SKIPPED_CHECKS_FILE := $(CURDIR)/bin/skipped-checks
 export SKIPPED_CHECKS_FILE
 
 .DEFAULT_GOAL := build
-.PHONY: help build run test vet bench lint services lab fuzz security rename
+.PHONY: help build run test vet bench lint services lab fuzz security k6 rename
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,7 +36,7 @@ run: build services ## build, create the app's database if missing, and serve on
 # k6, CI workflow). Both always run; the exit status is the first failure's.
 # The last line names every optional check that was left out.
 test: services ## run every test (real PostgreSQL and Redis; -race)
-	@mkdir -p bin && rm -f $(SKIPPED_CHECKS_FILE)
+	@mkdir -p bin && echo "k6 load scripts (make k6 runs them)" >$(SKIPPED_CHECKS_FILE)
 	@status=0; \
 	$(GO) test -race -count=1 ./... || status=$$?; \
 	(cd tools/checks && $(GO) test -race -count=1 ./...) || status=$$?; \
@@ -77,6 +79,14 @@ bench: services ## run the benchmarks
 lab: build services ## run the lab's experiments (Redis db 10: empty, or the lab's own)
 	$(GO) run ./tools/lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 	$(GO) run ./tools/lab -only cold-key -instances 20 -per-instance 10 -out lab-results/20-instances -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
+
+# The k6 scripts of tools/loadtest, each against bin/api started with the
+# settings its README row names (on an empty cache of its own), or against
+# BASE_URL when set; thresholds enforced, k6's summary printed. Needs a k6
+# binary (K6=path, default k6 on PATH): the template does not ship one.
+# K6_SCRIPTS picks scripts, K6_DURATION shortens each (a smoke run).
+k6: services ## run the k6 scripts with their thresholds (needs k6; BASE_URL for a running instance)
+	@GO="$(GO)" bash tools/scripts/k6.sh
 
 # gofmt, go vet and staticcheck (fetched from the module proxy on first use).
 lint: vet ## gofmt, go vet and staticcheck

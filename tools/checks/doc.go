@@ -1,7 +1,9 @@
 // Package checks holds the tests of the repository's non-Go files: the
 // compose file, the Dockerfile, the Grafana dashboard's structure, the k6
-// scripts and the CI workflow. It is a module of its own so that the app's
-// go.mod carries only what the app needs; `make test` runs it too.
+// scripts and the CI workflow, and of the repository's shape: the layering
+// of its packages and the design card's stack (stack_test.go). It is a
+// module of its own so that the app's go.mod carries only what the app
+// needs; `make test` runs it too.
 package checks
 
 // Versions: compose-go stays at v2.10.1 because it and actionlint v1.7.12

@@ -45,7 +45,8 @@ var mayImport = map[string][]string{
 	"internal/testkit/dbtest":       {"db", "migrations", "internal/breaker", "internal/testkit/netproxy"},
 	"internal/testkit/metricstext":  {},
 	"internal/testkit/netproxy":     {},
-	"internal/testkit/pgbouncer":    {},
+	"internal/testkit/optional":     {},
+	"internal/testkit/pgbouncer":    {"internal/testkit/optional"},
 	"internal/testkit/rediscluster": {"cache"},
 	// The lab drives built binaries over HTTP; it links none of the app.
 	"tools/lab": {"client", "internal/server", "internal/testkit/metricstext", "internal/testkit/netproxy", "internal/testkit/rediscluster"},

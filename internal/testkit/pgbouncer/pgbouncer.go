@@ -17,20 +17,28 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stampede-guard/api/internal/testkit/optional"
 )
 
+// Tool is PgBouncer as an optional program: Debian's package puts it in
+// /usr/sbin, off a normal user's PATH.
+func Tool() optional.Tool {
+	return optional.Tool{
+		Name:       "pgbouncer",
+		Env:        "PGBOUNCER_BIN",
+		Install:    "apt-get install pgbouncer (.ci/run does)",
+		Candidates: []string{"pgbouncer", "/usr/sbin/pgbouncer"},
+	}
+}
+
 // Start runs PgBouncer (pool_mode = transaction) in front of the server of
-// pgURL and returns pgURL rewritten to go through it. A missing pgbouncer
-// binary fails the test: apt-get install pgbouncer.
+// pgURL and returns pgURL rewritten to go through it. Without a pgbouncer
+// binary the test fails when CI=true and is otherwise left out, named
+// (optional.Tool.Require).
 func Start(t testing.TB, pgURL string) string {
 	t.Helper()
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr != nil {
-			t.Fatalf("pgbouncer not installed (apt-get install pgbouncer): %v", err)
-		}
-		bin = "/usr/sbin/pgbouncer"
-	}
+	bin := Tool().Require(t)
 	u, err := url.Parse(pgURL)
 	if err != nil {
 		t.Fatalf("pgbouncer: parse %s: %v", pgURL, err)
@@ -66,7 +74,11 @@ logfile = %s
 		userName = "postgres"
 	}
 	write(t, filepath.Join(dir, "pgbouncer.ini"), ini)
-	write(t, filepath.Join(dir, "userlist.txt"), fmt.Sprintf("%q \"\"\n", userName))
+	// auth_type = trust lets the tests in; the password (if the URL has one)
+	// is what PgBouncer logs in to the server with, as a server that is not
+	// set to trust (CI's PostgreSQL container) asks for one.
+	password, _ := u.User.Password()
+	write(t, filepath.Join(dir, "userlist.txt"), fmt.Sprintf("%q %q\n", userName, password))
 	args := []string{"-d"}
 	if os.Geteuid() == 0 { // PgBouncer refuses to run as root
 		runAs := "postgres"
