@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	if msg := openAPI.report(); msg != "" {
 		fmt.Fprintln(os.Stderr, "FAIL:", msg)
 		code = 1
-	} else if testing.Verbose() {
+	} else if code == 0 && testing.Verbose() {
 		fmt.Println(openAPI.summary())
 	}
 	os.Exit(code)
