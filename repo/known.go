@@ -3,13 +3,10 @@ package repo
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/bits-and-blooms/bloom/v3"
-	"github.com/jackc/pgx/v5"
-	"github.com/stampede-guard/api/db"
 )
 
 // Cache penetration: a flood of unique ids that do not exist costs one
@@ -18,57 +15,41 @@ import (
 // an id it has never seen is answered "not found" without a query, except
 // that an id above the highest known one — a product just created on
 // another instance — may be looked up within a small budget per second
-// shared by the whole fleet (a counter in Redis, cache.Quota), and the
-// filter catches up with new ids at most once per second per instance. So
-// unknown ids cost at most budget queries per second fleet-wide, plus one
-// per instance, whatever their number (budget per instance while Redis is
-// down).
+// shared by the whole fleet (a counter in Redis, cache.Quota). So unknown
+// ids cost at most budget queries per second fleet-wide, plus one
+// catch-up per second per instance while they come, whatever their number
+// (budget per instance while Redis is down).
+//
+// No request ever waits for the filter: it is loaded and kept up by a
+// goroutine of its own (known_upkeep.go), and until it is loaded every id
+// takes the normal path. Start-up therefore does not depend on the size of
+// the catalogue.
 type knownIDs struct {
 	perSecond float64
+	budget    interface{ Allow(context.Context) bool }
+	wake      chan struct{} // asks the upkeep for a catch-up; never blocks
+	// checkEvery is how often the upkeep looks for rows it has not seen
+	// (knownCheckEvery).
+	checkEvery time.Duration
 
 	mu       sync.RWMutex
 	filter   *bloom.BloomFilter // nil until loaded
+	capacity uint               // ids the filter was sized for
+	ids      uint               // distinct ids added since it was built
 	maxID    int64
-	loadedAt time.Time // of the last full load
-	caughtUp time.Time // of the last look for new ids
-
-	loading sync.Mutex // one (re)load or catch-up at a time
-	budget  interface{ Allow(context.Context) bool }
+	inserted int64 // the table's insert count when ids was last in step with it
+	inStep   uint  // ids at that moment
 }
 
 const (
 	// knownFalsePositive is the filter's false-positive rate: that share
 	// of unknown ids still takes the normal path (negative caching).
 	knownFalsePositive = 0.001
-	// knownCatchUpEvery bounds the queries that look for new ids.
-	knownCatchUpEvery = time.Second
-	// knownCatchUpOverlap is how far below the highest known id a
-	// catch-up looks again, for ids that committed out of order.
-	knownCatchUpOverlap = 1000
-	// knownReloadEvery rebuilds the filter from scratch, for ids that
-	// appeared below the highest one (inserted outside the app).
-	knownReloadEvery = 10 * time.Minute
+	// knownMaxBits bounds the filter's memory (24 MiB: about 13 million
+	// ids at knownFalsePositive; more ids raise the false-positive rate,
+	// never cause a wrong 404). A reload holds two filters for a moment.
+	knownMaxBits = 24 << 23
 )
-
-// FilterUnknownIDs turns on the penetration defence: at most perSecond
-// lookups per second, across every instance sharing the cache's Redis and
-// namespace, of ids the filter does not know (plus one catch-up query per
-// second per instance). Call it once, before serving: it loads the filter
-// now, so no request waits for that. On an error the defence stays on and
-// the filter is loaded by a later read (at most one try a second).
-func (p *Products) FilterUnknownIDs(ctx context.Context, perSecond float64) error {
-	p.known = &knownIDs{perSecond: perSecond, budget: p.cache.NewQuota("unknown-id-lookups", int(perSecond))}
-	if !p.known.refresh(ctx, p.pool, reloadIfOld) || !p.known.loaded() {
-		return errors.New("repo: product id filter not loaded yet")
-	}
-	return nil
-}
-
-func (k *knownIDs) loaded() bool {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.filter != nil
-}
 
 // verdict is what the filter says of an id.
 type verdict int
@@ -79,35 +60,34 @@ const (
 	absent                  // answer "not found" without a query
 )
 
-// check says whether id may exist. Any failure to load the filter means
-// mayExist: the defence never turns an outage into wrong 404s.
-//
-// A read of a known id never pays for the filter's upkeep: the reload and
-// the catch-ups happen on the path of unknown ids only.
-func (k *knownIDs) check(ctx context.Context, pool interface {
-	With(context.Context, func(db.Conn) error) error
-}, id int64) verdict {
+// check says whether id may exist, from memory only. A filter not loaded
+// yet (or that failed to load) means mayExist: the defence never turns an
+// outage into wrong 404s, and never makes a request wait.
+func (k *knownIDs) check(ctx context.Context, id int64) verdict {
 	k.mu.RLock()
 	loaded, seen, maxID := k.filter != nil, k.filter != nil && k.filter.Test(idKey(id)), k.maxID
 	k.mu.RUnlock()
 	switch {
-	case !loaded:
-		k.refresh(ctx, pool, reloadIfOld) // the start-up load failed: try again
-		return mayExist
-	case seen:
+	case !loaded || seen:
 		return mayExist
 	case id > maxID && k.budget.Allow(ctx):
 		return lookUp // perhaps created on another instance a moment ago
-	case id > maxID && k.refresh(ctx, pool, reloadOrCatchUp) && k.seen(id):
-		return mayExist
+	case id > maxID:
+		// Over budget: answer now, and have the upkeep look for new ids
+		// (at most once a second), so a product created elsewhere is
+		// found within a second even during a flood.
+		select {
+		case k.wake <- struct{}{}:
+		default:
+		}
 	}
 	return absent
 }
 
-func (k *knownIDs) seen(id int64) bool {
+func (k *knownIDs) loaded() bool {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	return k.filter != nil && k.filter.Test(idKey(id))
+	return k.filter != nil
 }
 
 // add records an id that exists (created here, or found by a lookup). It
@@ -117,77 +97,15 @@ func (k *knownIDs) seen(id int64) bool {
 func (k *knownIDs) add(id int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.filter != nil {
-		k.filter.Add(idKey(id))
+	if k.filter != nil && !k.filter.TestAndAdd(idKey(id)) {
+		k.ids++
 	}
 }
 
-// refreshKind says how far refresh may go.
-type refreshKind int
-
-const (
-	// reloadIfOld loads the filter only when it is missing or old.
-	reloadIfOld refreshKind = iota
-	// reloadOrCatchUp also adds the ids created since the last look.
-	reloadOrCatchUp
-)
-
-// refresh loads the filter when it is missing or old, or, with
-// reloadOrCatchUp, adds the ids created since the last look (at most once
-// per knownCatchUpEvery). It reports whether it looked. Only one caller
-// works at a time; the others go on with the filter as it is.
-func (k *knownIDs) refresh(ctx context.Context, pool interface {
-	With(context.Context, func(db.Conn) error) error
-}, kind refreshKind) bool {
-	catchUp := kind == reloadOrCatchUp
-	k.mu.RLock()
-	full := k.filter == nil || time.Since(k.loadedAt) > knownReloadEvery
-	// At most one query per knownCatchUpEvery, failed ones included: a
-	// database outage must not turn every read into a load attempt.
-	due := time.Since(k.caughtUp) >= knownCatchUpEvery
-	after := k.maxID
-	k.mu.RUnlock()
-	if !due || (!full && !catchUp) {
-		return false
-	}
-	if !k.loading.TryLock() {
-		return false
-	}
-	defer k.loading.Unlock()
-	if full {
-		after = 0
-	} else {
-		// Ids are handed out before their transactions commit, so a lower
-		// id can appear after a higher one: look a little below.
-		after = max(0, after-knownCatchUpOverlap)
-	}
-	var ids []int64
-	err := pool.With(ctx, func(conn db.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT id FROM products WHERE id > $1 ORDER BY id`, after)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
-	now := time.Now()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.caughtUp = now
-	if err != nil {
-		return false
-	}
-	if full {
-		// Room for growth: the false-positive rate holds up to twice the
-		// ids known now, and the next full load resizes.
-		k.filter = bloom.NewWithEstimates(uint(max(2*len(ids), 1<<16)), knownFalsePositive)
-		k.maxID, k.loadedAt = 0, now
-	}
-	for _, id := range ids {
-		k.filter.Add(idKey(id))
-		k.maxID = max(k.maxID, id)
-	}
-	return true
+// newFilter sizes a filter for n ids, within knownMaxBits.
+func newFilter(n uint) *bloom.BloomFilter {
+	m, hashes := bloom.EstimateParameters(max(n, 1<<16), knownFalsePositive)
+	return bloom.New(min(m, knownMaxBits), hashes)
 }
 
 func idKey(id int64) []byte {

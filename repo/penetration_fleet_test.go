@@ -33,9 +33,7 @@ func TestUnknownIDLookupsFleetWide(t *testing.T) {
 		}, dbtest.Logger(t))
 		t.Cleanup(c.Close)
 		fleet[i] = repo.NewProducts(pool, c, dbtest.Logger(t))
-		if err := fleet[i].FilterUnknownIDs(ctx, budget); err != nil {
-			t.Fatal(err)
-		}
+		filterLoaded(t, fleet[i], fleet[i].FilterUnknownIDs(budget))
 	}
 
 	before := pool.Stat().AcquireCount()

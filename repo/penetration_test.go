@@ -19,9 +19,7 @@ func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 	const budget, flood = 5, 10_000
 	products, _, pool := newProducts(t, db.Config{})
 	ctx := testCtx(t)
-	if err := products.FilterUnknownIDs(ctx, budget); err != nil {
-		t.Fatal(err)
-	}
+	filterLoaded(t, products, products.FilterUnknownIDs(budget))
 
 	before := pool.Stat().AcquireCount()
 	start := time.Now()

@@ -68,7 +68,7 @@ const KeyPrefix = "product:v1:"
 func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error) {
 	v := mayExist
 	if p.known != nil {
-		v = p.known.check(ctx, p.pool, id)
+		v = p.known.check(ctx, id)
 	}
 	if v == absent {
 		// Never created: no query, no Redis key (see knownIDs).

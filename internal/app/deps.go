@@ -128,9 +128,8 @@ func (d *deps) openCache(ctx context.Context, tr *tracing) {
 		d.products.CountReads(d.hot)
 	}
 	if cfg.UnknownIDFilter { // penetration defence (UNKNOWN_ID_FILTER)
-		if err := d.products.FilterUnknownIDs(ctx, float64(cfg.UnknownIDLookups)); err != nil {
-			log.Warn("unknown-id filter: loaded later", "err", err)
-		}
+		// Loaded in the background: start-up and requests never wait for it.
+		d.closers = append(d.closers, d.products.FilterUnknownIDs(float64(cfg.UnknownIDLookups)))
 	}
 	d.orders = repo.NewOrders(d.mainPool, log)
 	d.reports = repo.NewReports(d.reportsPool)

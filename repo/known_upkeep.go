@@ -1,0 +1,223 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stampede-guard/api/db"
+)
+
+const (
+	// knownCatchUpEvery bounds the upkeep's queries: one per second at
+	// most, failed ones included, so a flood during a database outage
+	// never becomes a query loop.
+	knownCatchUpEvery = time.Second
+	// knownCatchUpOverlap is how far below the highest known id a
+	// catch-up looks again, for ids that committed out of order.
+	knownCatchUpOverlap = 1000
+	// knownCheckEvery is how often the upkeep asks PostgreSQL whether rows
+	// were inserted that the filter has not seen (outside the app, below
+	// the highest id): one tiny query, not a re-read of the catalogue.
+	knownCheckEvery = 10 * time.Minute
+	// knownPage is how many ids one query of a (re)load reads: the load
+	// never holds the whole catalogue, nor a connection for long.
+	knownPage = 50_000
+)
+
+type withConn interface {
+	With(context.Context, func(db.Conn) error) error
+}
+
+// FilterUnknownIDs turns on the penetration defence: at most perSecond
+// lookups per second, across every instance sharing the cache's Redis and
+// namespace, of ids the filter does not know. It returns at once: the
+// filter is loaded in the background, a page at a time, and until then
+// every id takes the normal path. Call it once, before serving; stop ends
+// the upkeep (call it before closing the pool).
+func (p *Products) FilterUnknownIDs(perSecond float64) (stop func()) {
+	return p.filterUnknownIDs(perSecond, knownCheckEvery)
+}
+
+func (p *Products) filterUnknownIDs(perSecond float64, checkEvery time.Duration) (stop func()) {
+	k := &knownIDs{
+		perSecond:  perSecond,
+		budget:     p.cache.NewQuota("unknown-id-lookups", int(perSecond)),
+		wake:       make(chan struct{}, 1),
+		checkEvery: checkEvery,
+	}
+	p.known = k
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.upkeep(ctx, p.pool)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// FilterLoaded reports whether the unknown-id filter is answering (true
+// when there is none): readiness shows it, and nothing waits for it.
+func (p *Products) FilterLoaded() bool { return p.known == nil || p.known.loaded() }
+
+// upkeep loads the filter (retrying once a second until it can), then
+// catches up with new ids when a check asks for it and reloads when the
+// table has rows the filter has not seen. It returns when ctx ends.
+func (k *knownIDs) upkeep(ctx context.Context, pool withConn) {
+	for k.reload(ctx, pool) != nil {
+		if !sleep(ctx, knownCatchUpEvery) {
+			return
+		}
+	}
+	check := time.NewTicker(k.checkEvery)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.wake:
+			_ = k.catchUp(ctx, pool) // a failure waits for the next wake
+		case <-check.C:
+			// New ids from other instances first: they are no reason to
+			// reload.
+			if k.catchUp(ctx, pool) == nil && k.behind(ctx, pool) {
+				_ = k.reload(ctx, pool) // a failure waits for the next check
+			}
+		}
+		if !sleep(ctx, knownCatchUpEvery) {
+			return
+		}
+	}
+}
+
+// reload builds a new filter from every id, a page at a time, and swaps it
+// in; the old one answers meanwhile.
+func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
+	var estimate int64
+	err := pool.With(ctx, func(conn db.Conn) error {
+		// The planner's row estimate sizes the filter without counting;
+		// behind() resizes it when the catalogue outgrows it.
+		return conn.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'products'::regclass`).Scan(&estimate)
+	})
+	if err != nil {
+		return fmt.Errorf("size the id filter: %w", err)
+	}
+	capacity := uint(estimate) + uint(estimate)/4 // #nosec G115 -- greatest(…, 0): never negative
+	f := newFilter(capacity)
+	var n uint
+	var last int64
+	for {
+		ids, err := idsAfter(ctx, pool, last, knownPage)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			f.Add(idKey(id))
+		}
+		n += uint(len(ids))
+		if len(ids) > 0 {
+			last = ids[len(ids)-1]
+		}
+		if len(ids) < knownPage {
+			break
+		}
+	}
+	k.mu.Lock()
+	k.filter, k.capacity, k.ids, k.maxID = f, max(capacity, 1<<16), n, last
+	k.mu.Unlock()
+	// Ids that committed during the load, then the insert count the
+	// filter is now in step with.
+	if err := k.catchUp(ctx, pool); err != nil {
+		return err
+	}
+	return k.markInStep(ctx, pool)
+}
+
+// catchUp adds the ids created since the last look, a little below the
+// highest known one: ids are handed out before their transactions commit,
+// so a lower id can appear after a higher one.
+func (k *knownIDs) catchUp(ctx context.Context, pool withConn) error {
+	k.mu.RLock()
+	after := max(0, k.maxID-knownCatchUpOverlap)
+	k.mu.RUnlock()
+	for {
+		ids, err := idsAfter(ctx, pool, after, knownPage)
+		if err != nil {
+			return err
+		}
+		k.mu.Lock()
+		for _, id := range ids {
+			if !k.filter.TestAndAdd(idKey(id)) {
+				k.ids++
+			}
+			k.maxID = max(k.maxID, id)
+		}
+		k.mu.Unlock()
+		if len(ids) < knownPage {
+			return nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// behind reports whether the table holds rows the filter may not have
+// seen (inserted outside the app below the highest id, or the statistics
+// reset by a restart or a failover), or more ids than it was sized for.
+// PostgreSQL's insert counter answers it without reading the catalogue.
+func (k *knownIDs) behind(ctx context.Context, pool withConn) bool {
+	inserted, err := insertCount(ctx, pool)
+	if err != nil {
+		return false // the next check asks again
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return inserted < k.inserted || uint(inserted-k.inserted) > k.ids-k.inStep || k.ids > k.capacity // #nosec G115 -- inserted ≥ k.inserted here
+}
+
+// markInStep records the insert count the filter now reflects.
+func (k *knownIDs) markInStep(ctx context.Context, pool withConn) error {
+	inserted, err := insertCount(ctx, pool)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.inserted, k.inStep = inserted, k.ids
+	k.mu.Unlock()
+	return nil
+}
+
+func insertCount(ctx context.Context, pool withConn) (int64, error) {
+	var n int64
+	err := pool.With(ctx, func(conn db.Conn) error {
+		return conn.QueryRow(ctx, `SELECT coalesce(sum(n_tup_ins), 0)::bigint FROM pg_stat_user_tables WHERE relid = 'products'::regclass`).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("products insert count: %w", err)
+	}
+	return n, nil
+}
+
+// idsAfter reads up to limit product ids above after, in order (keyset
+// paging on the primary key).
+func idsAfter(ctx context.Context, pool withConn, after int64, limit int) ([]int64, error) {
+	ids := make([]int64, 0, 256)
+	err := pool.With(ctx, func(conn db.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT id FROM products WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("product ids after %d: %w", after, err)
+	}
+	return ids, nil
+}
