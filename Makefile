@@ -17,7 +17,7 @@ SKIPPED_CHECKS_FILE := $(CURDIR)/bin/skipped-checks
 export SKIPPED_CHECKS_FILE
 
 .DEFAULT_GOAL := build
-.PHONY: help build run test vet bench lint services lab fuzz security k6 rename
+.PHONY: help build run test vet bench lint services lab lab-scale fuzz security k6 rename
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -79,6 +79,11 @@ bench: services ## run the benchmarks
 lab: build services ## run the lab's experiments (Redis db 10: empty, or the lab's own)
 	$(GO) run ./tools/lab -out lab-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 	$(GO) run ./tools/lab -only cold-key -instances 20 -per-instance 10 -out lab-results/20-instances -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
+
+# The catalogue experiment up to 10 million products (seeding them takes a
+# minute or two, so the default lab stops at a million).
+lab-scale: build services ## the catalogue experiment at 1 000, 1 000 000 and 10 000 000 products
+	$(GO) run ./tools/lab -only catalogue -catalogue 1000,1000000,10000000 -out lab-results/scale -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 
 # The k6 scripts of tools/loadtest, each against bin/api started with the
 # settings its README row names (on an empty cache of its own), or against

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ type knownIDs struct {
 	// checkEvery is how often the upkeep looks for rows it has not seen
 	// (knownCheckEvery).
 	checkEvery time.Duration
+	log        *slog.Logger
 
 	mu       sync.RWMutex
 	filter   *bloom.BloomFilter // nil until loaded
@@ -64,8 +66,9 @@ const (
 // yet (or that failed to load) means mayExist: the defence never turns an
 // outage into wrong 404s, and never makes a request wait.
 func (k *knownIDs) check(ctx context.Context, id int64) verdict {
+	var buf [8]byte
 	k.mu.RLock()
-	loaded, seen, maxID := k.filter != nil, k.filter != nil && k.filter.Test(idKey(id)), k.maxID
+	loaded, seen, maxID := k.filter != nil, k.filter != nil && k.filter.Test(idKey(&buf, id)), k.maxID
 	k.mu.RUnlock()
 	switch {
 	case !loaded || seen:
@@ -95,19 +98,23 @@ func (k *knownIDs) loaded() bool {
 // and a new one (created meanwhile on other instances) stay "above the
 // highest known" and may still be looked up.
 func (k *knownIDs) add(id int64) {
+	var buf [8]byte
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.filter != nil && !k.filter.TestAndAdd(idKey(id)) {
+	if k.filter != nil && !k.filter.TestAndAdd(idKey(&buf, id)) {
 		k.ids++
 	}
 }
 
 // newFilter sizes a filter for n ids, within knownMaxBits.
 func newFilter(n uint) *bloom.BloomFilter {
-	m, hashes := bloom.EstimateParameters(max(n, 1<<16), knownFalsePositive)
+	m, hashes := bloom.EstimateParameters(n, knownFalsePositive)
 	return bloom.New(min(m, knownMaxBits), hashes)
 }
 
-func idKey(id int64) []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(id)) // #nosec G115 -- bytes of the id for hashing: any bijection will do
+// idKey writes the bytes the filter hashes for id into buf: one buffer per
+// call site, so a load of millions of ids makes no garbage per id.
+func idKey(buf *[8]byte, id int64) []byte {
+	binary.BigEndian.PutUint64(buf[:], uint64(id)) // #nosec G115 -- bytes of the id for hashing: any bijection will do
+	return buf[:]
 }

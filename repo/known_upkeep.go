@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bits-and-blooms/bloom/v3"
+
 	"github.com/stampede-guard/api/db"
 )
 
@@ -20,8 +22,7 @@ const (
 	// were inserted that the filter has not seen (outside the app, below
 	// the highest id): one tiny query, not a re-read of the catalogue.
 	knownCheckEvery = 10 * time.Minute
-	// knownPage is how many ids one query of a (re)load reads: the load
-	// never holds the whole catalogue, nor a connection for long.
+	// knownPage is how many ids one catch-up query reads at most.
 	knownPage = 50_000
 )
 
@@ -32,7 +33,7 @@ type withConn interface {
 // FilterUnknownIDs turns on the penetration defence: at most perSecond
 // lookups per second, across every instance sharing the cache's Redis and
 // namespace, of ids the filter does not know. It returns at once: the
-// filter is loaded in the background, a page at a time, and until then
+// filter is loaded in the background, and until then
 // every id takes the normal path. Call it once, before serving; stop ends
 // the upkeep (call it before closing the pool).
 func (p *Products) FilterUnknownIDs(perSecond float64) (stop func()) {
@@ -45,6 +46,7 @@ func (p *Products) filterUnknownIDs(perSecond float64, checkEvery time.Duration)
 		budget:     p.cache.NewQuota("unknown-id-lookups", int(perSecond)),
 		wake:       make(chan struct{}, 1),
 		checkEvery: checkEvery,
+		log:        p.log,
 	}
 	p.known = k
 	ctx, cancel := context.WithCancel(context.Background())
@@ -90,9 +92,39 @@ func (k *knownIDs) upkeep(ctx context.Context, pool withConn) {
 	}
 }
 
-// reload builds a new filter from every id, a page at a time, and swaps it
-// in; the old one answers meanwhile.
+// reload builds a new filter from every id and swaps it in; the old one
+// answers meanwhile. Every query of a reload comes before the swap, so once
+// the filter answers, its load has left the database alone.
 func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
+	start := time.Now()
+	l, err := loadIDs(ctx, pool)
+	if err != nil {
+		return err
+	}
+	// The insert count the filter is in step with: ids committed during
+	// the load but not seen by its snapshot are above maxID, so lookups and
+	// catch-ups find them.
+	inserted, err := insertCount(ctx, pool)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.filter, k.capacity, k.ids, k.maxID = l.filter, l.capacity, l.ids, l.maxID
+	k.inserted, k.inStep = inserted, l.ids
+	k.mu.Unlock()
+	k.log.Info("unknown-id filter loaded", "ids", l.ids, "bytes", l.filter.Cap()/8, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// loaded is one full read of the product ids.
+type loadedIDs struct {
+	filter   *bloom.BloomFilter
+	capacity uint
+	ids      uint
+	maxID    int64
+}
+
+func loadIDs(ctx context.Context, pool withConn) (loadedIDs, error) {
 	var estimate int64
 	err := pool.With(ctx, func(conn db.Conn) error {
 		// The planner's row estimate sizes the filter without counting;
@@ -100,37 +132,45 @@ func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
 		return conn.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'products'::regclass`).Scan(&estimate)
 	})
 	if err != nil {
-		return fmt.Errorf("size the id filter: %w", err)
+		return loadedIDs{}, fmt.Errorf("size the id filter: %w", err)
 	}
-	capacity := uint(estimate) + uint(estimate)/4 // #nosec G115 -- greatest(…, 0): never negative
-	f := newFilter(capacity)
-	var n uint
-	var last int64
-	for {
-		ids, err := idsAfter(ctx, pool, last, knownPage)
+	capacity := max(uint(estimate)+uint(estimate)/4, 1<<16) // #nosec G115 -- greatest(…, 0): never negative
+	l := loadedIDs{filter: newFilter(capacity), capacity: capacity}
+	var buf [8]byte
+	// One statement, one snapshot, rows streamed into the filter as they
+	// arrive: memory holds the filter, never the list of ids. A full read
+	// is a sequential scan; the planner is told so, since on an all-visible
+	// table it may pick an index-only scan of the primary key, which would
+	// also show in products_pkey's statistics as product reads.
+	err = pool.With(ctx, func(conn db.Conn) error {
+		tx, err := conn.Begin(ctx)
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
-			f.Add(idKey(id))
+		defer func() { _ = tx.Rollback(ctx) }() // read-only: nothing to commit
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off`); err != nil {
+			return err
 		}
-		n += uint(len(ids))
-		if len(ids) > 0 {
-			last = ids[len(ids)-1]
+		rows, err := tx.Query(ctx, `SELECT id FROM products`)
+		if err != nil {
+			return err
 		}
-		if len(ids) < knownPage {
-			break
+		defer rows.Close()
+		var id int64 // one for every row: Scan's target escapes
+		for rows.Next() {
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			l.filter.Add(idKey(&buf, id))
+			l.ids++
+			l.maxID = max(l.maxID, id)
 		}
+		return rows.Err()
+	})
+	if err != nil {
+		return loadedIDs{}, fmt.Errorf("load the id filter: %w", err)
 	}
-	k.mu.Lock()
-	k.filter, k.capacity, k.ids, k.maxID = f, max(capacity, 1<<16), n, last
-	k.mu.Unlock()
-	// Ids that committed during the load, then the insert count the
-	// filter is now in step with.
-	if err := k.catchUp(ctx, pool); err != nil {
-		return err
-	}
-	return k.markInStep(ctx, pool)
+	return l, nil
 }
 
 // catchUp adds the ids created since the last look, a little below the
@@ -140,6 +180,7 @@ func (k *knownIDs) catchUp(ctx context.Context, pool withConn) error {
 	k.mu.RLock()
 	after := max(0, k.maxID-knownCatchUpOverlap)
 	k.mu.RUnlock()
+	var buf [8]byte
 	for {
 		ids, err := idsAfter(ctx, pool, after, knownPage)
 		if err != nil {
@@ -147,7 +188,7 @@ func (k *knownIDs) catchUp(ctx context.Context, pool withConn) error {
 		}
 		k.mu.Lock()
 		for _, id := range ids {
-			if !k.filter.TestAndAdd(idKey(id)) {
+			if !k.filter.TestAndAdd(idKey(&buf, id)) {
 				k.ids++
 			}
 			k.maxID = max(k.maxID, id)
@@ -174,18 +215,6 @@ func (k *knownIDs) behind(ctx context.Context, pool withConn) bool {
 	return inserted < k.inserted || uint(inserted-k.inserted) > k.ids-k.inStep || k.ids > k.capacity // #nosec G115 -- inserted ≥ k.inserted here
 }
 
-// markInStep records the insert count the filter now reflects.
-func (k *knownIDs) markInStep(ctx context.Context, pool withConn) error {
-	inserted, err := insertCount(ctx, pool)
-	if err != nil {
-		return err
-	}
-	k.mu.Lock()
-	k.inserted, k.inStep = inserted, k.ids
-	k.mu.Unlock()
-	return nil
-}
-
 func insertCount(ctx context.Context, pool withConn) (int64, error) {
 	var n int64
 	err := pool.With(ctx, func(conn db.Conn) error {
@@ -207,8 +236,8 @@ func idsAfter(ctx context.Context, pool withConn, after int64, limit int) ([]int
 			return err
 		}
 		defer rows.Close()
+		var id int64 // one for every row: Scan's target escapes
 		for rows.Next() {
-			var id int64
 			if err := rows.Scan(&id); err != nil {
 				return err
 			}

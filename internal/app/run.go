@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stampede-guard/api/cache"
@@ -97,7 +98,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	defer d.close()
 	m := newMetrics(d.cache, d.pools(), d.breakers())
-	m.reg.MustRegister(hotKeysCollector{d.hot})
+	m.reg.MustRegister(hotKeysCollector{d.hot}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "stampede_unknown_id_filter_loaded",
+		Help: "1 once the unknown-id filter answers (or when it is off); 0 while it loads in the background and every id takes the normal path.",
+	}, func() float64 {
+		if d.products.FilterLoaded() {
+			return 1
+		}
+		return 0
+	}))
 	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
 	if err != nil {
 		return err

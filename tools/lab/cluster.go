@@ -56,6 +56,9 @@ type Instance struct {
 	cmd   *exec.Cmd
 	done  chan struct{} // closed when the process has exited
 	log   *os.File
+	// Started and Listening: when the process was started and when the
+	// lab first read its "listening" line (time to listen, at 20 ms).
+	Started, Listening time.Time
 }
 
 // StartCluster starts n instances with the base environment overlaid by env
@@ -109,6 +112,15 @@ func (l *Lab) StartCluster(ctx context.Context, name string, n int, env map[stri
 		c.Close(context.Background())
 		return nil, err
 	}
+	for _, inst := range c.Instances {
+		if l.filterLoadTimed {
+			break
+		}
+		if _, err := waitFilter(ctx, inst.Base); err != nil {
+			c.Close(context.Background())
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -132,7 +144,7 @@ func (l *Lab) startInstance(ctx context.Context, c *Cluster, i int) (*Instance, 
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", l.bin, err)
 	}
-	inst := &Instance{Index: i, cmd: cmd, done: make(chan struct{}), log: f}
+	inst := &Instance{Index: i, cmd: cmd, done: make(chan struct{}), log: f, Started: time.Now()}
 	go func() {
 		_ = cmd.Wait()
 		close(inst.done)
@@ -140,7 +152,7 @@ func (l *Lab) startInstance(ctx context.Context, c *Cluster, i int) (*Instance, 
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		if addr := listeningAddr(logPath); addr != "" {
-			inst.Base = "http://" + addr
+			inst.Base, inst.Listening = "http://"+addr, time.Now()
 			return inst, nil
 		}
 		select {

@@ -26,6 +26,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,7 +52,13 @@ type Lab struct {
 	instances   int
 	perInstance int
 	delay       time.Duration
-	stdout      io.Writer
+	// catalogueSizes are the product counts of the catalogue experiment.
+	catalogueSizes []int
+	// filterLoadTimed: a cluster is ready before its unknown-id filter has
+	// loaded (the catalogue experiment times the load). Otherwise a
+	// cluster waits for it, so the load's queries precede every count.
+	filterLoadTimed bool
+	stdout          io.Writer
 }
 
 // experiment is one named experiment of the lab.
@@ -73,6 +80,7 @@ var experiments = []experiment{
 	{"redis-down", (*Lab).redisDown},
 	{"cluster", (*Lab).redisClusterExp},
 	{"hot-key", (*Lab).hotKey},
+	{"catalogue", (*Lab).catalogue},
 }
 
 func main() {
@@ -129,6 +137,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	bin := fs.String("bin", "bin/api", "service binary (go build -o bin/api .)")
 	pgURL := fs.String("pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL: the lab makes databases of its own on this server, through its maintenance database postgres")
 	redisAddr := fs.String("redis", "127.0.0.1:6379", "Redis host:port or redis:// URL (the lab always uses logical database 10)")
+	catalogue := fs.String("catalogue", "1000,1000000", "product counts of the catalogue experiment (comma-separated; make lab-scale adds 10000000)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -151,6 +160,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		chosen = append(chosen, name)
 	}
+	sizes, err := parseSizes(*catalogue)
+	if err != nil {
+		return fmt.Errorf("-catalogue: %w", err)
+	}
 	if *instances < 1 || *perInstance < 1 || *delay < 0 {
 		return errors.New("-instances and -per-instance must be positive, -delay not negative")
 	}
@@ -170,7 +183,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	l := &Lab{
 		bin: binPath, logDir: logDir, pg: &PG{admin: maintenanceURL(*pgURL)}, redisAddr: *redisAddr,
-		instances: *instances, perInstance: *perInstance, delay: *delay, stdout: stdout,
+		instances: *instances, perInstance: *perInstance, delay: *delay, stdout: stdout, catalogueSizes: sizes,
 	}
 	pgHost, err := hostOf(*pgURL)
 	if err != nil {
@@ -315,4 +328,18 @@ func maintenanceURL(pgURL string) string {
 	}
 	u.Path = "/postgres"
 	return u.String()
+}
+
+// parseSizes reads a comma-separated list of product counts, each ≥ 1000
+// (the migrations seed 1 000).
+func parseSizes(list string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1000 {
+			return nil, fmt.Errorf("%q: want a count of at least 1000", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
 }
