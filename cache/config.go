@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -94,6 +95,12 @@ type Config struct {
 	// for a dead holder's lock to expire does not eat into it); default
 	// LockTTL.
 	LoadTimeout time.Duration
+	// Admit, when set, is asked before a miss is loaded (before the lock,
+	// the double-check and the load): an error is returned at once, so a
+	// load the source would refuse anyway (a saturated pool, an open
+	// breaker) costs no Redis round trip. Joiners of a load already running
+	// in this process are not asked.
+	Admit func(ctx context.Context) error
 	// Watchdog says whether a load holding the lock extends it while it
 	// runs; the zero value, WatchdogOn, does.
 	Watchdog   WatchdogMode

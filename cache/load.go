@@ -28,6 +28,11 @@ func (c *Cache) flight(ctx context.Context, key string, load LoadFunc, limit tim
 	ranIt := false
 	ch := c.group.DoChan(key, func() (any, error) {
 		ranIt = true // read by this caller only after the result arrives
+		if c.cfg.Admit != nil {
+			if err := c.cfg.Admit(ctx); err != nil {
+				return Entry{}, fmt.Errorf("cache load %s: %w", key, err)
+			}
+		}
 		lctx, done, ok := c.owned(ctx, limit)
 		if !ok {
 			return Entry{}, fmt.Errorf("cache fetch %s: %w", key, errClosed)

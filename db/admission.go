@@ -139,27 +139,13 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), 
 		g.mu.Unlock()
 		return g.release, nil
 	}
-	queued := len(g.queue) + 1
-	wait := time.Duration(float64(queued) * float64(hold) / float64(g.conns))
-	if e.hasMax && int64(queued) > e.maxWaiting {
+	target, wait, refused := g.judge(ctx, p, hold, e)
+	if refused != nil {
 		g.mu.Unlock()
-		return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+		return nil, refused
 	}
 	var patience <-chan time.Time
-	if deadline, ok := ctx.Deadline(); e.byDeadline && ok {
-		target := time.Duration(p.share() * float64(time.Until(deadline)))
-		if p != Critical && g.overloaded() {
-			// A queue that has not drained for lifoAfter is a standing
-			// queue: waiting in it only adds delay (CoDel). Reads may wait
-			// a couple of connection holds, no more.
-			target = min(target, max(minStandingWait, 2*hold))
-		}
-		if wait > target {
-			// It would wait longer than it can afford: refuse now, while
-			// refusing costs nothing, instead of at its deadline.
-			g.mu.Unlock()
-			return nil, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
-		}
+	if target > 0 {
 		t := time.NewTimer(target)
 		defer t.Stop()
 		patience = t.C
@@ -189,6 +175,49 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), 
 		g.remove(w)
 	}
 	return nil, err
+}
+
+// judge decides, under g.mu, on a caller that cannot take a slot at once:
+// refused now (the class's queue cap, or a predicted wait that does not fit
+// its share of its deadline), or queued for at most target (0: until its
+// context ends). wait is its predicted wait: the queued-th waiter waits
+// queued × hold ÷ connections.
+func (g *gate) judge(ctx context.Context, p Priority, hold time.Duration, e entry) (target, wait time.Duration, refused *RefusedError) {
+	queued := len(g.queue) + 1
+	wait = time.Duration(float64(queued) * float64(hold) / float64(g.conns))
+	if e.hasMax && int64(queued) > e.maxWaiting {
+		return 0, wait, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+	}
+	deadline, ok := ctx.Deadline()
+	if !e.byDeadline || !ok {
+		return 0, wait, nil
+	}
+	target = time.Duration(p.share() * float64(time.Until(deadline)))
+	if p != Critical && g.overloaded() {
+		// A queue that has not drained for lifoAfter is a standing
+		// queue: waiting in it only adds delay (CoDel). Reads may wait
+		// a couple of connection holds, no more.
+		target = min(target, max(minStandingWait, 2*hold))
+	}
+	if wait > target {
+		// It would wait longer than it can afford: refuse now, while
+		// refusing costs nothing, instead of at its deadline.
+		return 0, wait, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+	}
+	return max(target, time.Nanosecond), wait, nil
+}
+
+// wouldRefuse is enter's verdict on the caller without entering: nil when
+// it would take a slot or queue, the refusal when it would be refused.
+func (g *gate) wouldRefuse(ctx context.Context, hold time.Duration, e entry) *RefusedError {
+	p := priorityOf(ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mayTake(p) && g.next() < 0 {
+		return nil
+	}
+	_, _, refused := g.judge(ctx, p, hold, e)
+	return refused
 }
 
 // overloaded reports a standing queue: non-empty for longer than lifoAfter.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bits-and-blooms/bloom/v3"
-
 	"github.com/stampede-guard/api/db"
 )
 
@@ -22,7 +20,7 @@ const (
 	// were inserted that the filter has not seen (outside the app, below
 	// the highest id): one tiny query, not a re-read of the catalogue.
 	knownCheckEvery = 10 * time.Minute
-	// knownPage is how many ids one catch-up query reads at most.
+	// knownPage is how many ids one query of a load or a catch-up reads.
 	knownPage = 50_000
 )
 
@@ -66,7 +64,14 @@ func (p *Products) FilterLoaded() bool { return p.known == nil || p.known.loaded
 // catches up with new ids when a check asks for it and reloads when the
 // table has rows the filter has not seen. It returns when ctx ends.
 func (k *knownIDs) upkeep(ctx context.Context, pool withConn) {
-	for k.reload(ctx, pool) != nil {
+	for failures := 0; ; failures++ {
+		err := k.reload(ctx, pool)
+		if err == nil {
+			break
+		}
+		if failures%60 == 0 { // the first failure, then once a minute
+			k.log.Warn("unknown-id filter: load failed; every id takes the normal path until it loads", "err", err, "tries", failures+1)
+		}
 		if !sleep(ctx, knownCatchUpEvery) {
 			return
 		}
@@ -90,87 +95,6 @@ func (k *knownIDs) upkeep(ctx context.Context, pool withConn) {
 			return
 		}
 	}
-}
-
-// reload builds a new filter from every id and swaps it in; the old one
-// answers meanwhile. Every query of a reload comes before the swap, so once
-// the filter answers, its load has left the database alone.
-func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
-	start := time.Now()
-	l, err := loadIDs(ctx, pool)
-	if err != nil {
-		return err
-	}
-	// The insert count the filter is in step with: ids committed during
-	// the load but not seen by its snapshot are above maxID, so lookups and
-	// catch-ups find them.
-	inserted, err := insertCount(ctx, pool)
-	if err != nil {
-		return err
-	}
-	k.mu.Lock()
-	k.filter, k.capacity, k.ids, k.maxID = l.filter, l.capacity, l.ids, l.maxID
-	k.inserted, k.inStep = inserted, l.ids
-	k.mu.Unlock()
-	k.log.Info("unknown-id filter loaded", "ids", l.ids, "bytes", l.filter.Cap()/8, "took", time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-// loaded is one full read of the product ids.
-type loadedIDs struct {
-	filter   *bloom.BloomFilter
-	capacity uint
-	ids      uint
-	maxID    int64
-}
-
-func loadIDs(ctx context.Context, pool withConn) (loadedIDs, error) {
-	var estimate int64
-	err := pool.With(ctx, func(conn db.Conn) error {
-		// The planner's row estimate sizes the filter without counting;
-		// behind() resizes it when the catalogue outgrows it.
-		return conn.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'products'::regclass`).Scan(&estimate)
-	})
-	if err != nil {
-		return loadedIDs{}, fmt.Errorf("size the id filter: %w", err)
-	}
-	capacity := max(uint(estimate)+uint(estimate)/4, 1<<16) // #nosec G115 -- greatest(…, 0): never negative
-	l := loadedIDs{filter: newFilter(capacity), capacity: capacity}
-	var buf [8]byte
-	// One statement, one snapshot, rows streamed into the filter as they
-	// arrive: memory holds the filter, never the list of ids. A full read
-	// is a sequential scan; the planner is told so, since on an all-visible
-	// table it may pick an index-only scan of the primary key, which would
-	// also show in products_pkey's statistics as product reads.
-	err = pool.With(ctx, func(conn db.Conn) error {
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback(ctx) }() // read-only: nothing to commit
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off`); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT id FROM products`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var id int64 // one for every row: Scan's target escapes
-		for rows.Next() {
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			l.filter.Add(idKey(&buf, id))
-			l.ids++
-			l.maxID = max(l.maxID, id)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return loadedIDs{}, fmt.Errorf("load the id filter: %w", err)
-	}
-	return l, nil
 }
 
 // catchUp adds the ids created since the last look, a little below the

@@ -121,7 +121,11 @@ func (d *deps) openCache(ctx context.Context, tr *tracing) {
 	if replicas != nil {
 		d.closers = append(d.closers, func() { _ = replicas.Close() })
 	}
-	d.cache = cache.New(ctx, d.rdb, cacheConfig(cfg, d.rdb, d.hot, replicas, tr.provider()), log)
+	cc := cacheConfig(cfg, d.rdb, d.hot, replicas, tr.provider())
+	// A miss the main pool would refuse is refused before its Redis lock:
+	// a refusal at memory speed, not after four round trips.
+	cc.Admit = d.mainPool.Admissible
+	d.cache = cache.New(ctx, d.rdb, cc, log)
 	d.closers = append(d.closers, d.cache.Close)
 	d.products = repo.NewProducts(d.mainPool, d.cache, log)
 	if d.hot != nil {

@@ -80,6 +80,7 @@ var experiments = []experiment{
 	{"redis-down", (*Lab).redisDown},
 	{"cluster", (*Lab).redisClusterExp},
 	{"hot-key", (*Lab).hotKey},
+	{"refusal", (*Lab).refusal},
 	{"catalogue", (*Lab).catalogue},
 }
 

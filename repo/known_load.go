@@ -1,0 +1,109 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stampede-guard/api/db"
+)
+
+// reload builds a new filter from every id and swaps it in; the old one
+// answers meanwhile. Every query of a reload comes before the swap, so once
+// the filter answers, its load has left the database alone.
+func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
+	start := time.Now()
+	l, err := loadIDs(ctx, pool)
+	if err != nil {
+		return err
+	}
+	// The insert count the filter is in step with: ids committed during
+	// the load but not seen by its snapshot are above maxID, so lookups and
+	// catch-ups find them.
+	inserted, err := insertCount(ctx, pool)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.filter, k.capacity, k.ids, k.maxID = l.filter, l.capacity, l.ids, l.maxID
+	k.inserted, k.inStep = inserted, l.ids
+	k.mu.Unlock()
+	k.log.Info("unknown-id filter loaded", "ids", l.ids, "bytes", l.filter.Cap()/8, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// loaded is one full read of the product ids.
+type loadedIDs struct {
+	filter   *bloom.BloomFilter
+	capacity uint
+	ids      uint
+	maxID    int64
+}
+
+// fetchIDs adds the next page of the cursor known_ids to l and says how
+// many ids it held.
+func fetchIDs(ctx context.Context, tx pgx.Tx, l *loadedIDs, buf *[8]byte) (int, error) {
+	rows, err := tx.Query(ctx, `FETCH `+strconv.Itoa(knownPage)+` FROM known_ids`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	var id int64 // one for every row: Scan's target escapes
+	for rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			return n, err
+		}
+		l.filter.Add(idKey(buf, id))
+		l.ids++
+		l.maxID = max(l.maxID, id)
+		n++
+	}
+	return n, rows.Err()
+}
+
+func loadIDs(ctx context.Context, pool withConn) (loadedIDs, error) {
+	var estimate int64
+	err := pool.With(ctx, func(conn db.Conn) error {
+		// The planner's row estimate sizes the filter without counting;
+		// behind() resizes it when the catalogue outgrows it.
+		return conn.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'products'::regclass`).Scan(&estimate)
+	})
+	if err != nil {
+		return loadedIDs{}, fmt.Errorf("size the id filter: %w", err)
+	}
+	capacity := max(uint(estimate)+uint(estimate)/4, 1<<16) // #nosec G115 -- greatest(…, 0): never negative
+	l := loadedIDs{filter: newFilter(capacity), capacity: capacity}
+	var buf [8]byte
+	// One snapshot, read through a cursor a page at a time: memory holds the
+	// filter, never the list of ids, and each FETCH is a statement of its
+	// own, well within DB_STATEMENT_TIMEOUT however big the catalogue. A
+	// full read is a sequential scan; the planner is told so, since on an
+	// all-visible table it may pick an index-only scan of the primary key,
+	// which would also show in products_pkey's statistics as product reads.
+	err = pool.With(ctx, func(conn db.Conn) error {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(ctx) }() // read-only: nothing to commit
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
+			DECLARE known_ids NO SCROLL CURSOR FOR SELECT id FROM products`); err != nil {
+			return err
+		}
+		for {
+			page, err := fetchIDs(ctx, tx, &l, &buf)
+			if err != nil || page < knownPage {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return loadedIDs{}, fmt.Errorf("load the id filter: %w", err)
+	}
+	return l, nil
+}

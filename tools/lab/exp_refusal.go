@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// refusal measures how long a request that will be refused waits before it
+// hears so: a burst of cold reads far beyond a tiny pool on a slow
+// database, where all but a few must be refused.
+func (l *Lab) refusal(ctx context.Context) *Experiment {
+	const burst, conns, maxWaiting, linkDelay = 200, 2, 4, 2 * time.Second
+	x := &Experiment{Name: "refusal", Title: "how fast is a refusal?",
+		Setup: fmt.Sprintf("1 instance, DB_MAIN_MAX_CONNS=%d, SHED_MAX_WAITING=%d, +%s on the DB link; %d concurrent GETs of "+
+			"distinct never-read products", conns, maxWaiting, linkDelay, burst),
+		Expect:  "all but the pool and its queue refused with 503 + Retry-After, the median refusal within 5 ms",
+		Columns: []string{"requests", "ok", "refused (503)", "other", "refusal min", "refusal p50", "refusal p99"}}
+	env := map[string]string{"DB_MAIN_MAX_CONNS": itoa(conns), "SHED_MAX_WAITING": itoa(maxWaiting), "REQUEST_TIMEOUT": "5s"}
+	var refused []time.Duration
+	var ok, other int
+	_, err := l.row(ctx, x, "burst", 1, env, false, func(c *Cluster, r *Row) error {
+		l.dbProxy.SetDelay(linkDelay)
+		defer l.dbProxy.SetDelay(0)
+		p := l.phase(r, "burst", func() ([]Result, time.Duration) {
+			return Burst(ctx, spread(c.Bases(), burst, func(k int) string { return fmt.Sprintf("/products/%d", 300+k) }))
+		})
+		for _, res := range p.results {
+			switch {
+			case res.Status == 503:
+				refused = append(refused, res.Latency)
+			case res.Status == 200:
+				ok++
+			default:
+				other++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return x.fail(err)
+	}
+	slices.Sort(refused)
+	pct := func(q float64) float64 {
+		if len(refused) == 0 {
+			return 0
+		}
+		return ms(refused[min(len(refused)-1, int(q*float64(len(refused))))])
+	}
+	x.Table = append(x.Table, []string{itoa(burst), itoa(int64(ok)), itoa(int64(len(refused))), itoa(int64(other)),
+		fmtMs(pct(0)), fmtMs(pct(0.5)), fmtMs(pct(0.99))})
+	x.check(len(refused) >= burst-2*(conns+maxWaiting), "%d of %d refused (want all but the pool and its queue)", len(refused), burst)
+	x.check(pct(0.5) <= 5, "median refusal %s (want ≤ 5 ms)", fmtMs(pct(0.5)))
+	return x
+}
