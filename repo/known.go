@@ -36,6 +36,7 @@ type knownIDs struct {
 
 	mu       sync.RWMutex
 	filter   *bloom.BloomFilter // nil until loaded
+	free     func()             // releases filter's bits
 	capacity uint               // ids the filter was sized for
 	ids      uint               // distinct ids added since it was built
 	maxID    int64
@@ -106,10 +107,28 @@ func (k *knownIDs) add(id int64) {
 	}
 }
 
-// newFilter sizes a filter for n ids, within knownMaxBits.
-func newFilter(n uint) *bloom.BloomFilter {
+// newFilter sizes a filter for n ids, within knownMaxBits, its bits outside
+// the Go heap (filterWords); free releases them.
+func newFilter(n uint) (f *bloom.BloomFilter, free func(), err error) {
 	m, hashes := bloom.EstimateParameters(n, knownFalsePositive)
-	return bloom.New(min(m, knownMaxBits), hashes)
+	m = min(m, knownMaxBits)
+	words, free, err := filterWords(int((m + 63) / 64)) // #nosec G115 -- at most knownMaxBits/64
+	if err != nil {
+		return nil, nil, err
+	}
+	return bloom.FromWithM(words, m, hashes), free, nil
+}
+
+// stop drops the filter and releases its bits: every id takes the normal
+// path after it.
+func (k *knownIDs) stop() {
+	k.mu.Lock()
+	free := k.free
+	k.filter, k.free = nil, nil
+	k.mu.Unlock()
+	if free != nil {
+		free()
+	}
 }
 
 // idKey writes the bytes the filter hashes for id into buf: one buffer per

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -21,6 +22,12 @@ func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
 	if err != nil {
 		return err
 	}
+	swapped := false
+	defer func() {
+		if !swapped {
+			l.free()
+		}
+	}()
 	// The insert count the filter is in step with: ids committed during
 	// the load but not seen by its snapshot are above maxID, so lookups and
 	// catch-ups find them.
@@ -29,9 +36,18 @@ func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
 		return err
 	}
 	k.mu.Lock()
-	k.filter, k.capacity, k.ids, k.maxID = l.filter, l.capacity, l.ids, l.maxID
+	old := k.free
+	k.filter, k.free, k.capacity, k.ids, k.maxID = l.filter, l.free, l.capacity, l.ids, l.maxID
 	k.inserted, k.inStep = inserted, l.ids
 	k.mu.Unlock()
+	swapped = true
+	if old != nil {
+		old() // every reader of the old filter held the read lock: none is left
+	}
+	// The load's garbage (a page of rows at a time) is the only large
+	// transient this process makes; give it back now rather than keep it
+	// until the next collections get to it (at GOGC=400, a while).
+	debug.FreeOSMemory()
 	k.log.Info("unknown-id filter loaded", "ids", l.ids, "bytes", l.filter.Cap()/8, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -39,6 +55,7 @@ func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
 // loaded is one full read of the product ids.
 type loadedIDs struct {
 	filter   *bloom.BloomFilter
+	free     func()
 	capacity uint
 	ids      uint
 	maxID    int64
@@ -77,7 +94,11 @@ func loadIDs(ctx context.Context, pool withConn) (loadedIDs, error) {
 		return loadedIDs{}, fmt.Errorf("size the id filter: %w", err)
 	}
 	capacity := max(uint(estimate)+uint(estimate)/4, 1<<16) // #nosec G115 -- greatest(…, 0): never negative
-	l := loadedIDs{filter: newFilter(capacity), capacity: capacity}
+	f, free, err := newFilter(capacity)
+	if err != nil {
+		return loadedIDs{}, err
+	}
+	l := loadedIDs{filter: f, free: free, capacity: capacity}
 	var buf [8]byte
 	// One snapshot, read through a cursor a page at a time: memory holds the
 	// filter, never the list of ids, and each FETCH is a statement of its
@@ -103,6 +124,7 @@ func loadIDs(ctx context.Context, pool withConn) (loadedIDs, error) {
 		}
 	})
 	if err != nil {
+		free()
 		return loadedIDs{}, fmt.Errorf("load the id filter: %w", err)
 	}
 	return l, nil

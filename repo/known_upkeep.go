@@ -51,6 +51,7 @@ func (p *Products) filterUnknownIDs(perSecond float64, checkEvery time.Duration)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer k.stop()
 		k.upkeep(ctx, p.pool)
 	}()
 	return func() { cancel(); <-done }
