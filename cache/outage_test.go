@@ -16,6 +16,7 @@ import (
 	"github.com/stampede-guard/api/internal/breaker"
 	"github.com/stampede-guard/api/internal/redisconn"
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/netproxy"
 )
 
 // outageInstance is one app instance of TestRedisOutageOneLoadPerKey: its
@@ -72,8 +73,28 @@ func newOutageInstance(t *testing.T, dbURL, redisAddr string, cfg cache.Config) 
 // closed again: PostgreSQL sees at most 5 queries per instance — one per key
 // — though L1 alone would have let each key through once per L1 TTL, and
 // every read is answered.
+//
+// Redis slower than the clients' 200 ms I/O timeout is the same outage to
+// them, and costs the same: one query per key per instance.
 func TestRedisOutageOneLoadPerKey(t *testing.T) {
 	t.Parallel()
+	tests := []struct {
+		name      string
+		breakLink func(*netproxy.Proxy)
+		heal      func(*netproxy.Proxy)
+	}{
+		{"down", func(l *netproxy.Proxy) { l.SetDown(true) }, func(l *netproxy.Proxy) { l.SetDown(false) }},
+		{"slow", func(l *netproxy.Proxy) { l.SetDelay(time.Second) }, func(l *netproxy.Proxy) { l.SetDelay(0) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			outageOneLoadPerKey(t, tt.breakLink, tt.heal)
+		})
+	}
+}
+
+func outageOneLoadPerKey(t *testing.T, breakLink, heal func(*netproxy.Proxy)) {
 	const instances, keys, minReads, outageReads = 3, 5, 50, 20
 	const l1TTL, pace = 150 * time.Millisecond, 30 * time.Millisecond
 	ctx := context.Background()
@@ -97,13 +118,13 @@ func TestRedisOutageOneLoadPerKey(t *testing.T) {
 		before[i] = inst.queries.Load()
 	}
 
-	link.SetDown(true)
+	breakLink(link)
 	var outageOver sync.WaitGroup
 	outageOver.Add(instances)
 	restored := make(chan struct{})
 	go func() {
 		outageOver.Wait() // every instance made its reads with Redis away
-		link.SetDown(false)
+		heal(link)
 		close(restored)
 	}()
 	reads := make([]int, instances)

@@ -25,7 +25,12 @@ var ErrAcquireTimeout = errors.New("db: timed out waiting for a connection")
 
 // Config sizes one pool. Zero values take the documented defaults.
 type Config struct {
-	URL              string
+	URL string
+	// FallbackURL's servers are tried after URL's when none of those
+	// answers (fallback.go): a reports pool on a replica falls back to the
+	// primary. Only its hosts are taken; URL's user, database and
+	// target_session_attrs apply to them. Empty: none.
+	FallbackURL      string
 	Name             string        // label in errors and stats; default "main"
 	MaxConns         int32         // default 10
 	AcquireTimeout   time.Duration // default 2 seconds
@@ -96,6 +101,9 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("db %s: parse url: %w", cfg.Name, err)
+	}
+	if err := addFallback(pc, cfg.FallbackURL); err != nil {
+		return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
 	}
 	pc.MaxConns = cfg.MaxConns
 	// A connect to a frozen server must end as a connect error (an outage

@@ -14,9 +14,20 @@ const (
 	warmBatch     = 10
 )
 
-// Warm caches the warm-up list (HOT_KEYS) before the instance reports ready.
+// Warm caches the warm-up list (HOT_KEYS) before the instance reports ready,
+// within WarmBudget: a Redis slow enough to cost each key a second but not
+// to fail it would otherwise hold readiness for as many seconds as there
+// are keys. Keys left when the budget ends are loaded on their first read.
 func (p *Products) Warm(ctx context.Context, ids []int64) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, WarmBudget(len(ids)))
+	defer cancel()
 	return p.cache.Warm(ctx, keys(ids), p.loaderFor(ids), warmPerSecond, warmBatch)
+}
+
+// WarmBudget is how long the warm-up of n keys may hold readiness: twice
+// its pacing (warmPerSecond), plus 10 s for the loads themselves.
+func WarmBudget(n int) time.Duration {
+	return 10*time.Second + 2*time.Duration(n)*time.Second/warmPerSecond
 }
 
 // KeepFresh reloads the warm-up list every period (below the soft TTL) for

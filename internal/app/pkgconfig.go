@@ -38,7 +38,8 @@ func dbConfig(c config.Config, name string, maxConns int, tracer pgx.QueryTracer
 		dc.Prepare = repo.Statements()           // a cold key's load is one round trip
 	case "reports":
 		if c.DatabaseReadURL != "" {
-			dc.URL = c.DatabaseReadURL // reports tolerate a replica's lag
+			dc.URL = c.DatabaseReadURL     // reports tolerate a replica's lag
+			dc.FallbackURL = c.DatabaseURL // and go to the primary while the replica is gone
 		}
 	case "migrate":
 		dc.URL, dc.Pooler = c.DatabaseDirectURL, db.PoolerNone

@@ -47,6 +47,7 @@ var mayImport = map[string][]string{
 	"internal/testkit/netproxy":     {},
 	"internal/testkit/optional":     {},
 	"internal/testkit/pgbouncer":    {"internal/testkit/optional"},
+	"internal/testkit/pgfailover":   {"internal/testkit/optional"},
 	"internal/testkit/rediscluster": {"cache"},
 	// The lab drives built binaries over HTTP; it links none of the app.
 	"tools/lab": {"client", "internal/server", "internal/testkit/metricstext", "internal/testkit/netproxy", "internal/testkit/rediscluster"},

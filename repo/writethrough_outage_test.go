@@ -1,0 +1,67 @@
+package repo_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-guard/api/cache"
+	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+	"github.com/stampede-guard/api/internal/testkit/netproxy"
+	"github.com/stampede-guard/api/repo"
+)
+
+// writeThroughBound is the write-through's own deadline (2 s,
+// repo/products.go) plus a margin for the commit on a loaded machine.
+const writeThroughBound = 3500 * time.Millisecond
+
+// TestWriteThroughWithRedisDownOrSlow: with Redis down, or slow (1 s per
+// call, on a client willing to wait 5 s for an answer), an update commits,
+// is reported done within the write-through's own deadline, and the row
+// holds the new values: the cache's trouble never fails or holds a write.
+func TestWriteThroughWithRedisDownOrSlow(t *testing.T) {
+	tests := []struct {
+		name      string
+		breakLink func(*netproxy.Proxy)
+	}{
+		{"down", func(l *netproxy.Proxy) { l.SetDown(true) }},
+		{"slow", func(l *netproxy.Proxy) { l.SetDelay(time.Second) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pool := dbtest.NewPool(t, "repo", db.Config{})
+			link := dbtest.NewProxy(t, dbtest.RedisAddr())
+			// The app's client honours deadlines (ContextTimeoutEnabled);
+			// its I/O timeout is 500 ms, 5 s here, so only the
+			// write-through's own deadline can end the wait.
+			rdb := redis.NewClient(&redis.Options{Addr: link.Addr(), DB: redisDB, MaxRetries: -1, ContextTimeoutEnabled: true,
+				DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+			t.Cleanup(func() { _ = rdb.Close() }) // after the cache's Close, registered later
+			c := cache.New(context.Background(), rdb, cache.Config{
+				Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: dbtest.Namespace(t, redisDB),
+			}, dbtest.Logger(t))
+			t.Cleanup(c.Close)
+			t.Cleanup(func() { link.SetDown(false); link.SetDelay(0) }) // before the cache's Close
+			products := repo.NewProducts(pool, c, dbtest.Logger(t))
+			const id = 7
+			tt.breakLink(link)
+			start := time.Now()
+			pr, err := products.Update(testCtx(t), id, repo.ProductUpdate{Name: "renamed", PriceCents: 4242})
+			took := time.Since(start)
+			if err != nil || pr.Name != "renamed" {
+				t.Fatalf("update with Redis %s: %+v, %v; want it done", tt.name, pr, err)
+			}
+			if took > writeThroughBound {
+				t.Errorf("update with Redis %s took %s, want within %s (the write-through's deadline)", tt.name, took.Round(time.Millisecond), writeThroughBound)
+			}
+			if got := queryInt(t, pool, `SELECT price_cents FROM products WHERE id = $1`, id); got != 4242 {
+				t.Errorf("price in the database: %d, want 4242 (the write stands)", got)
+			}
+			t.Logf("update with Redis %s answered in %s", tt.name, took.Round(time.Millisecond))
+		})
+	}
+}
