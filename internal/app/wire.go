@@ -132,7 +132,7 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 	classes.Checkout = []gin.HandlerFunc{auth.Identify()}
 	if lims.orders != nil {
 		classes.Checkout = append(classes.Checkout,
-			middleware.RateLimitNamed(orderBucket, lims.orders, lims.orders, log, refused("order_budget", "critical")))
+			middleware.RateLimitNamed(orderBucket, lims.orders, lims.orders, log, refused("rate_limited", "critical")))
 	}
 	return classes
 }
