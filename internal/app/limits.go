@@ -45,5 +45,7 @@ func newLimits(cfg config.Config, rdb redis.UniversalClient, log *slog.Logger) l
 }
 
 // orderBucket prefixes the order budget's buckets: they share the store
-// with the request limits and must not share their counts.
+// (and its lease buckets, which are keyed by bucket name alone) with the
+// request limits, and must not share their counts: an address's order
+// budget and its request budget are two counters.
 const orderBucket = "order:"

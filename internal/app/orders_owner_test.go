@@ -81,10 +81,20 @@ func TestOrdersReadableOnlyByOwner(t *testing.T) {
 // the first client's order (or a 422 confirming the key exists). Keys are
 // now scoped: a caller with a valid API key and an anonymous caller using
 // the same key each get an order of their own; each replay returns its own
-// order and token.
+// order and token. With RATE_LIMIT_KEY on, the class chain identifies the
+// key; off, checkout does.
 func TestIdempotencyKeyScopedPerAPIKey(t *testing.T) {
 	t.Parallel()
-	base, _ := startApp(t, testEnv(t))
+	for _, keyLimit := range []string{"off", ""} {
+		t.Run("RATE_LIMIT_KEY="+keyLimit, func(t *testing.T) {
+			t.Parallel()
+			idempotencyScoped(t, testEnv(t, map[string]string{"RATE_LIMIT_KEY": keyLimit}))
+		})
+	}
+}
+
+func idempotencyScoped(t *testing.T, env map[string]string) {
+	base, _ := startApp(t, env)
 	const key = "2f1e0c5e-8a3b-4f5e-9b1d-3c2a7e6f8d90"
 	order := func(auth, body string) (id float64, token string, replayed bool) {
 		t.Helper()

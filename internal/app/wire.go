@@ -128,8 +128,12 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 		classes.BeforeAuth = []gin.HandlerFunc{middleware.RateLimitBeforeAuth(lim, log, refused("rate_limited", "critical"))}
 	}
 	// Checkout: the caller's key (if valid) scopes its Idempotency-Key and
-	// its order budget; then the budget itself.
-	classes.Checkout = []gin.HandlerFunc{auth.Identify()}
+	// its order budget (the class chain identified it already when
+	// RATE_LIMIT_KEY is on: asking twice would spend two lookups on one
+	// made-up key); then the budget itself.
+	if keyLim == nil {
+		classes.Checkout = []gin.HandlerFunc{auth.Identify()}
+	}
 	if lims.orders != nil {
 		classes.Checkout = append(classes.Checkout,
 			middleware.RateLimitNamed(orderBucket, lims.orders, lims.orders, log, refused("rate_limited", "critical")))
