@@ -84,7 +84,11 @@ func (h *Orders) create(c *gin.Context) {
 	if replayed {
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.Header("Location", fmt.Sprintf("/orders/%d?token=%s", order.ID, url.QueryEscape(order.Token)))
+	loc := fmt.Sprintf("/orders/%d", order.ID)
+	if order.Token != "" { // none only for a replay of an order placed before tokens
+		loc += "?token=" + url.QueryEscape(order.Token)
+	}
+	c.Header("Location", loc)
 	c.JSON(http.StatusCreated, order)
 }
 
