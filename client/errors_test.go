@@ -80,7 +80,7 @@ func TestErrorsMatchTheirSentinels(t *testing.T) {
 	}
 	// A body that is not {"error": ...} still gives a message.
 	_, c := serve(t, []scripted{{status: 502, body: "<html>bad gateway</html>"}}, WithRetry(NoRetries))
-	_, err := c.GetOrder(context.Background(), 3)
+	_, err := c.GetOrder(context.Background(), 3, "t")
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Message != "Bad Gateway" || ae.Path != "/orders/3" {
 		t.Errorf("error = %#v, want Message \"Bad Gateway\" on /orders/3", err)

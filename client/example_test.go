@@ -36,9 +36,9 @@ func fakeCheckout() (*httptest.Server, func() []string) {
 			w.WriteHeader(http.StatusConflict)
 			fmt.Fprint(w, `{"error":"not enough stock"}`)
 		default:
-			w.Header().Set("Location", "/orders/42")
+			w.Header().Set("Location", "/orders/42?token=tok")
 			w.WriteHeader(http.StatusCreated)
-			fmt.Fprint(w, `{"id":42,"product_id":1,"quantity":2,"total_cents":1998,"created_at":"2026-12-01T04:00:00Z"}`)
+			fmt.Fprint(w, `{"id":42,"product_id":1,"quantity":2,"total_cents":1998,"created_at":"2026-12-01T04:00:00Z","token":"tok"}`)
 		}
 	}))
 	return srv, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), keys...) }
@@ -73,7 +73,7 @@ func ExampleClient_CreateOrder() {
 		fmt.Printf("out of stock: %d %q after %d attempt\n", apiErr.Status, apiErr.Message, apiErr.Attempts)
 	}
 	// Output:
-	// order 42 at /orders/42
+	// order 42 at /orders/42?token=tok
 	// attempts: 2, same key: true, waited Retry-After: true
 	// out of stock: 409 "not enough stock" after 1 attempt
 }

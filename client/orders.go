@@ -15,6 +15,10 @@ type Order struct {
 	Quantity   int32     `json:"quantity"`
 	TotalCents int64     `json:"total_cents"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Token proves the order is the caller's: GetOrder needs it. Only
+	// CreateOrder gets it (keep it with the caller's record of the
+	// purchase); GetOrder leaves it as it was passed.
+	Token string `json:"token,omitempty"`
 }
 
 // NewOrder is the input of CreateOrder.
@@ -31,7 +35,8 @@ type NewOrder struct {
 // OrderResult is what CreateOrder got back.
 type OrderResult struct {
 	Order
-	// Location is the order's URL path, e.g. /orders/42 (GetOrder).
+	// Location is the order's URL path with its token, e.g.
+	// /orders/42?token=… (GetOrder takes the id and token instead).
 	Location string
 	// Replayed is true when the service answered with the order an
 	// earlier attempt with the same key had created.
@@ -67,13 +72,25 @@ func (c *Client) CreateOrder(ctx context.Context, in NewOrder) (OrderResult, err
 	return res, decode(cl, ans, &res.Order)
 }
 
-// GetOrder reads the order POST /orders created.
-func (c *Client) GetOrder(ctx context.Context, id int64) (Order, error) {
+// GetOrder reads the order POST /orders created, with the token
+// CreateOrder returned (sent as X-Order-Token, so it stays out of URL
+// logs). A wrong token is ErrNotFound, as an absent order is.
+func (c *Client) GetOrder(ctx context.Context, id int64, token string) (Order, error) {
 	var o Order
-	return o, c.json(ctx, call{method: http.MethodGet, path: fmt.Sprintf("/orders/%d", id), idempotent: true}, &o)
+	cl := call{
+		method: http.MethodGet, path: fmt.Sprintf("/orders/%d", id), idempotent: true,
+		header: http.Header{"X-Order-Token": {token}},
+	}
+	err := c.json(ctx, cl, &o)
+	if err == nil {
+		o.Token = token
+	}
+	return o, err
 }
 
-// NewIdempotencyKey returns a fresh random key (a UUIDv4 string).
+// NewIdempotencyKey returns a fresh random key (a UUIDv4 string: 122
+// random bits). A key proves ownership of its order as much as the order's
+// token does: never derive one from guessable data (a cart id, a time).
 func NewIdempotencyKey() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)

@@ -139,14 +139,14 @@ func router(products productStore, orders orderStore) *gin.Engine {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	Register(r, NewProducts(products, HTTPCache{}, log), NewOrders(orders, log), NewReports(nil, log),
+	Register(r, NewProducts(products, HTTPCache{}, log), NewOrders(orders, 0, log), NewReports(nil, log),
 		NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
 	return r
 }
 
 type fakeOrders struct{ called bool }
 
-func (f *fakeOrders) Get(context.Context, int64) (repo.Order, error) {
+func (f *fakeOrders) Get(context.Context, int64, string) (repo.Order, error) {
 	return repo.Order{}, repo.ErrNotFound
 }
 

@@ -24,7 +24,7 @@ func TestBadRequestLogNamesTheRequest(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	r := gin.New()
 	r.Use(middleware.RequestLog(middleware.NewAccessLog(io.Discard, slog.LevelInfo)))
-	Register(r, NewProducts(fakeProducts{}, HTTPCache{}, log), NewOrders(nil, log), NewReports(nil, log),
+	Register(r, NewProducts(fakeProducts{}, HTTPCache{}, log), NewOrders(nil, 0, log), NewReports(nil, log),
 		NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
 	req := httptest.NewRequest(http.MethodPost, "/products", errBody{})
 	req.Header.Set("Content-Type", "application/json")

@@ -5,25 +5,35 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/repo"
 )
 
 type orderStore interface {
 	Create(ctx context.Context, in repo.NewOrder) (repo.Order, bool, error)
-	Get(ctx context.Context, id int64) (repo.Order, error)
+	Get(ctx context.Context, id int64, token string) (repo.Order, error)
 }
 
 // Orders serves POST /orders (checkout) and GET /orders/:id.
 type Orders struct {
-	store orderStore
-	log   *slog.Logger
+	store       orderStore
+	maxQuantity int32
+	log         *slog.Logger
 }
 
-// NewOrders builds the checkout handler.
-func NewOrders(store orderStore, log *slog.Logger) *Orders { return &Orders{store: store, log: log} }
+// NewOrders builds the checkout handler; one order may hold at most
+// maxQuantity items (ORDER_MAX_QUANTITY), so one request cannot empty a
+// product. maxQuantity < 1 means DefaultMaxQuantity.
+func NewOrders(store orderStore, maxQuantity int32, log *slog.Logger) *Orders {
+	if maxQuantity < 1 {
+		maxQuantity = DefaultMaxQuantity
+	}
+	return &Orders{store: store, maxQuantity: maxQuantity, log: log}
+}
 
 type orderBody struct {
 	ProductID *int64 `json:"product_id"`
@@ -31,8 +41,12 @@ type orderBody struct {
 }
 
 const (
-	maxQuantity       = 10_000
-	maxIdempotencyKey = 255
+	// DefaultMaxQuantity is ORDER_MAX_QUANTITY's default.
+	DefaultMaxQuantity = 10
+	maxIdempotencyKey  = 255
+	// orderTokenHeader carries an order's token where a query string
+	// would be logged (proxies, tracing): an alternative to ?token=.
+	orderTokenHeader = "X-Order-Token"
 )
 
 func (h *Orders) create(c *gin.Context) {
@@ -48,8 +62,8 @@ func (h *Orders) create(c *gin.Context) {
 	case *b.ProductID <= 0:
 		writeError(c, h.log, badRequest("product_id must be a positive integer"))
 		return
-	case *b.Quantity <= 0 || *b.Quantity > maxQuantity:
-		writeError(c, h.log, badRequest("quantity must be from 1 to 10000"))
+	case *b.Quantity <= 0 || *b.Quantity > h.maxQuantity:
+		writeError(c, h.log, badRequest(fmt.Sprintf("quantity must be from 1 to %d per order", h.maxQuantity)))
 		return
 	}
 	key := c.GetHeader("Idempotency-Key")
@@ -59,6 +73,9 @@ func (h *Orders) create(c *gin.Context) {
 	}
 	order, replayed, err := h.store.Create(c.Request.Context(), repo.NewOrder{
 		ProductID: *b.ProductID, Quantity: *b.Quantity, IdempotencyKey: key,
+		// Keys are the caller's own: an API key's id when a valid one came
+		// with the request (Auth.Identify), the anonymous scope otherwise.
+		Scope: middleware.KeyID(c),
 	})
 	if err != nil {
 		writeError(c, h.log, err)
@@ -67,7 +84,11 @@ func (h *Orders) create(c *gin.Context) {
 	if replayed {
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.Header("Location", fmt.Sprintf("/orders/%d", order.ID))
+	loc := fmt.Sprintf("/orders/%d", order.ID)
+	if order.Token != "" { // none only for a replay of an order placed before tokens
+		loc += "?token=" + url.QueryEscape(order.Token)
+	}
+	c.Header("Location", loc)
 	c.JSON(http.StatusCreated, order)
 }
 
@@ -82,14 +103,25 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// get answers the order a checkout created (the Location of POST /orders).
+// get answers the order a checkout created (the Location of POST /orders)
+// to the holder of its token: 401 without one, and the same 404 for a wrong
+// token as for an absent order, so ids cannot be enumerated.
 func (h *Orders) get(c *gin.Context) {
 	id, err := pathID(c)
 	if err != nil {
 		writeError(c, h.log, err)
 		return
 	}
-	order, err := h.store.Get(c.Request.Context(), id)
+	token := c.GetHeader(orderTokenHeader)
+	if token == "" {
+		token = c.Query("token")
+	}
+	if token == "" {
+		c.Header("WWW-Authenticate", `OrderToken realm="stampede-guard"`)
+		abort(c, http.StatusUnauthorized, "an order is read with its token: follow the Location of POST /orders, or send X-Order-Token")
+		return
+	}
+	order, err := h.store.Get(c.Request.Context(), id, token)
 	if err != nil {
 		writeError(c, h.log, err)
 		return

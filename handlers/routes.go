@@ -31,13 +31,13 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 	if authorize == nil {
 		authorize = denyWrites // secure by default: no checker, no writes
 	}
-	writes := r.Group("/", authorize)
+	writes := r.Group("/", append(classes.BeforeAuth[:len(classes.BeforeAuth):len(classes.BeforeAuth)], authorize)...)
 	writes = writes.Group("/", classes.Critical...)
 	writes.POST("/products", p.create)
 	writes.PUT("/products/:id", p.update)
 
 	critical := r.Group("/", classes.Critical...)
-	critical.POST("/orders", o.create)
+	critical.POST("/orders", append(classes.Checkout[:len(classes.Checkout):len(classes.Checkout)], o.create)...)
 
 	low := r.Group("/", classes.Low...)
 	getHead(low, "/reports/top-products", rep.topProducts)
@@ -59,6 +59,12 @@ type Classes struct {
 	// it aborts with 401 unless the request carries a valid API key. Nil
 	// refuses every write.
 	Authorize gin.HandlerFunc
+	// BeforeAuth runs before Authorize (the per-IP rate limit): a made-up
+	// key costs its sender's budget before it costs a key lookup.
+	BeforeAuth []gin.HandlerFunc
+	// Checkout runs on POST /orders after the Critical chain (the order
+	// budget per client).
+	Checkout []gin.HandlerFunc
 }
 
 func denyWrites(c *gin.Context) {

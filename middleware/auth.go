@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"golang.org/x/time/rate"
+	limiter "github.com/ulule/limiter/v3"
 )
 
 // KeyStore finds keys by the SHA-256 of the key (repo.APIKeys).
@@ -37,7 +37,16 @@ type AuthConfig struct {
 	// flood of made-up keys costs at most this many queries per second per
 	// instance; beyond it an unknown key answers 503 until a token frees.
 	LookupsPerSecond float64
-	Log              *slog.Logger
+	// LookupsPerClient and LookupBurst bound each client's (ClientKey)
+	// share of those lookups, so one client's made-up keys cannot spend
+	// another's; beyond it that client answers 429. 0 leaves only the
+	// instance's budget.
+	LookupsPerClient float64
+	LookupBurst      int
+	// Failures counts missing and refused keys per client (authfail.go);
+	// nil counts none.
+	Failures *limiter.Limiter
+	Log      *slog.Logger
 }
 
 // maxKeyLen bounds a presented key: ours are 47 characters.
@@ -62,9 +71,11 @@ type Auth struct {
 	// Store lookups of keys not yet believed, one budget for the routes
 	// that require a key and one for those that only identify it: made-up
 	// keys sent to open routes cannot starve writes of their lookups.
-	lookups, identifyLookups *rate.Limiter
-	mu                       sync.Mutex
-	verified                 map[[32]byte]time.Time // hash → believed until
+	lookups, identifyLookups *lookupBudget
+	// warn samples the refusals a client can provoke at will.
+	warn     *SampledLog
+	mu       sync.Mutex
+	verified map[[32]byte]time.Time // hash → believed until
 }
 
 // NewAuth builds the checker. With no static key and no store every write
@@ -74,33 +85,44 @@ func NewAuth(cfg AuthConfig) *Auth {
 	for _, k := range cfg.Static {
 		a.static = append(a.static, sha256.Sum256([]byte(k)))
 	}
-	limit, burst := rate.Limit(max(cfg.LookupsPerSecond, 1)), max(int(cfg.LookupsPerSecond), 1)
-	a.lookups, a.identifyLookups = rate.NewLimiter(limit, burst), rate.NewLimiter(limit, burst)
+	a.lookups = newLookupBudget(cfg.LookupsPerSecond, cfg.LookupsPerClient, cfg.LookupBurst)
+	a.identifyLookups = newLookupBudget(cfg.LookupsPerSecond, cfg.LookupsPerClient, cfg.LookupBurst)
+	a.warn = NewSampledLog(cfg.Log, refusalLogsPerSecond)
 	return a
 }
 
 var errUnverifiable = errors.New("api key cannot be verified now")
 
+// refusalLogsPerSecond bounds the WARN lines refused keys write.
+const refusalLogsPerSecond = 5
+
 // Require answers 401 (with WWW-Authenticate: Bearer, RFC 6750) unless the
-// request carries a valid key, and 503 when the key store cannot be asked.
+// request carries a valid key, 429 when its client failed too often or
+// spent its lookups, and 503 when the key store cannot be asked.
 func (a *Auth) Require() gin.HandlerFunc {
 	return func(c *gin.Context) {
+		client := ClientKey(clientIP(c))
+		if a.blocked(c, client) {
+			return
+		}
 		key, presented := bearer(c.GetHeader("Authorization"))
 		if !presented {
-			c.Header("WWW-Authenticate", `Bearer realm="stampede-guard"`)
-			Refuse(c, http.StatusUnauthorized, "this route needs an API key: Authorization: Bearer <key>", 0)
+			a.refuse(c, client, `Bearer realm="stampede-guard"`, "this route needs an API key: Authorization: Bearer <key>")
 			return
 		}
 		sum := sha256.Sum256([]byte(key))
-		ok, err := a.valid(c.Request.Context(), sum, a.lookups)
+		ok, err := a.valid(c.Request.Context(), sum, a.lookups, client)
 		switch {
+		case errors.Is(err, errClientLookups):
+			a.warn.Warn("api key check refused", "err", err, "client", client)
+			Refuse(c, http.StatusTooManyRequests, "too many unverified API keys from this client, retry later", time.Second)
+			return
 		case err != nil:
-			a.cfg.Log.Warn("api key check failed", "err", err)
+			a.warn.Warn("api key check failed", "err", err)
 			Refuse(c, statusUnavailable, "the API key cannot be checked now, retry later", retryHint(err, time.Second))
 			return
 		case !ok:
-			c.Header("WWW-Authenticate", `Bearer realm="stampede-guard", error="invalid_token"`)
-			Refuse(c, http.StatusUnauthorized, "the API key is not valid", 0)
+			a.refuse(c, client, `Bearer realm="stampede-guard", error="invalid_token"`, "the API key is not valid")
 			return
 		}
 		c.Set(ctxKeyID, keyID(sum))
@@ -120,7 +142,7 @@ func (a *Auth) Identify() gin.HandlerFunc {
 		}
 		if key, presented := bearer(c.GetHeader("Authorization")); presented {
 			sum := sha256.Sum256([]byte(key))
-			if ok, err := a.valid(c.Request.Context(), sum, a.identifyLookups); ok && err == nil {
+			if ok, err := a.valid(c.Request.Context(), sum, a.identifyLookups, ClientKey(clientIP(c))); ok && err == nil {
 				c.Set(ctxKeyID, keyID(sum))
 			}
 		}
@@ -150,8 +172,9 @@ func bearer(h string) (string, bool) {
 
 // valid reports whether sum is a key's hash: a static key (compared in
 // constant time, every one of them, so timing says nothing about which or
-// how close), a recently verified key, or a key in the store.
-func (a *Auth) valid(ctx context.Context, sum [32]byte, lookups *rate.Limiter) (bool, error) {
+// how close), a recently verified key, or a key in the store (a lookup
+// client's budget and the instance's pay for).
+func (a *Auth) valid(ctx context.Context, sum [32]byte, lookups *lookupBudget, client string) (bool, error) {
 	match := 0
 	for i := range a.static {
 		match |= subtle.ConstantTimeCompare(a.static[i][:], sum[:])
@@ -169,8 +192,8 @@ func (a *Auth) valid(ctx context.Context, sum [32]byte, lookups *rate.Limiter) (
 	if hit && now.Before(until) {
 		return true, nil
 	}
-	if !lookups.Allow() {
-		return false, errUnverifiable
+	if err := lookups.allow(client); err != nil {
+		return false, err
 	}
 	ok, err := a.cfg.Store.HasHash(ctx, sum, a.cfg.Scope)
 	if err != nil || !ok {

@@ -30,12 +30,41 @@ func RateLimit(l *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context
 // verified key gets a bucket of its own: counting by whatever key a client
 // sends would let it dodge its address's limit with made-up keys.
 func RateLimitPer(perIP, perKey *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
+	return RateLimitNamed("", perIP, perKey, log, onLimited)
+}
+
+// RateLimitNamed is RateLimitPer for a budget of its own (the order
+// budget): name prefixes its buckets, so they never share a count with
+// another limit in the same store.
+func RateLimitNamed(name string, perIP, perKey *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
+	return rateLimit(name, perIP, perKey, false, log, onLimited)
+}
+
+// RateLimitBeforeAuth counts the address against perIP before a key is
+// checked (write routes), so made-up keys spend the sender's own budget
+// before they cost a lookup; the class chain's RateLimitPer after it then
+// does not count the same request's address again.
+func RateLimitBeforeAuth(perIP *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
+	return rateLimit("", perIP, nil, true, log, onLimited)
+}
+
+// ipCounted marks a request whose address RateLimitBeforeAuth counted.
+const ipCounted = "ratelimit_ip_counted"
+
+func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		l, bucket := perIP, ""
 		if id := KeyID(c); id != "" && perKey != nil {
-			l, bucket = perKey, "key:"+id
+			l, bucket = perKey, name+"key:"+id
 		} else if l != nil {
-			bucket = ClientKey(clientIP(c))
+			switch {
+			case first:
+				c.Set(ipCounted, true)
+			case name == "" && c.GetBool(ipCounted):
+				c.Next()
+				return
+			}
+			bucket = name + ClientKey(clientIP(c))
 		}
 		if l == nil {
 			c.Next()

@@ -21,13 +21,19 @@ type Order struct {
 	Quantity   int32     `json:"quantity"`
 	TotalCents int64     `json:"total_cents"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Token proves ownership: GET /orders/:id needs it. Only Create
+	// returns it (the database keeps its hash), so reads leave it empty.
+	Token string `json:"token,omitempty"`
 }
 
-// NewOrder is the input of Orders.Create. IdempotencyKey is optional.
+// NewOrder is the input of Orders.Create. IdempotencyKey is optional;
+// Scope is the caller it belongs to (an API key's id, "" for anonymous
+// callers): one caller's key never finds another caller's order.
 type NewOrder struct {
 	ProductID      int64
 	Quantity       int32
 	IdempotencyKey string
+	Scope          string
 }
 
 // hash identifies the request body a key was first used with.
@@ -71,7 +77,7 @@ func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed
 	// The unique constraint is the guarantee: if two transactions with one
 	// key ever got past the advisory lock together, the loser lands here
 	// and answers with the winner's order.
-	if in.IdempotencyKey != "" && db.IsUniqueViolation(err, "orders_idempotency_key_key") {
+	if in.IdempotencyKey != "" && db.IsUniqueViolation(err, "orders_idempotency_scope_key") {
 		err = o.pool.With(ctx, func(conn db.Conn) error {
 			order, replayed, err = o.replay(ctx, conn, in)
 			if err == nil && !replayed {
@@ -120,23 +126,28 @@ func (o *Orders) create(ctx context.Context, tx pgx.Tx, in NewOrder) (Order, boo
 		h := in.hash()
 		key, hash = &in.IdempotencyKey, &h
 	}
-	order := Order{ProductID: in.ProductID, Quantity: in.Quantity, TotalCents: price * int64(in.Quantity)}
+	order := Order{ProductID: in.ProductID, Quantity: in.Quantity, TotalCents: price * int64(in.Quantity), Token: newOrderToken(in)}
 	err = tx.QueryRow(ctx,
-		`INSERT INTO orders (product_id, quantity, total_cents, idempotency_key, request_hash)
-		 VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at`,
-		order.ProductID, order.Quantity, order.TotalCents, key, hash).Scan(&order.ID, &order.CreatedAt)
+		`INSERT INTO orders (product_id, quantity, total_cents, idempotency_key, request_hash, idempotency_scope, token_sha256)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at`,
+		order.ProductID, order.Quantity, order.TotalCents, key, hash, in.Scope, tokenHash(order.Token),
+	).Scan(&order.ID, &order.CreatedAt)
 	return order, false, err
 }
 
-// replay finds the order an Idempotency-Key created. found is false when the
-// key is new; a key first used with another body is ErrIdempotencyMismatch.
+// replay finds the order the caller's Idempotency-Key created, with its
+// token. found is false when the key is new to this caller; a key first
+// used with another body is ErrIdempotencyMismatch.
 func (o *Orders) replay(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, in NewOrder) (order Order, found bool, err error) {
 	var hash string
+	var stored []byte
 	err = q.QueryRow(ctx,
-		`SELECT id, product_id, quantity, total_cents, created_at, request_hash FROM orders WHERE idempotency_key = $1`,
-		in.IdempotencyKey).Scan(&order.ID, &order.ProductID, &order.Quantity, &order.TotalCents, &order.CreatedAt, &hash)
+		`SELECT id, product_id, quantity, total_cents, created_at, request_hash, token_sha256
+		 FROM orders WHERE idempotency_scope = $1 AND idempotency_key = $2`,
+		in.Scope, in.IdempotencyKey,
+	).Scan(&order.ID, &order.ProductID, &order.Quantity, &order.TotalCents, &order.CreatedAt, &hash, &stored)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return Order{}, false, nil
@@ -145,20 +156,28 @@ func (o *Orders) replay(ctx context.Context, q interface {
 	case hash != in.hash():
 		return Order{}, false, ErrIdempotencyMismatch
 	}
+	// The same token as the first answer; an order placed before tokens
+	// existed has none to give.
+	if token := derivedOrderToken(in.Scope, in.IdempotencyKey); tokenMatches(token, stored) {
+		order.Token = token
+	}
 	return order, true, nil
 }
 
-// Get returns order id, or ErrNotFound.
-func (o *Orders) Get(ctx context.Context, id int64) (Order, error) {
+// Get returns order id to the holder of its token. A wrong token and an
+// absent order are the same ErrNotFound, so answers tell an attacker
+// nothing about which ids exist.
+func (o *Orders) Get(ctx context.Context, id int64, token string) (Order, error) {
 	var order Order
+	var stored []byte
 	err := retry(ctx, func() error {
 		return o.pool.With(ctx, func(conn db.Conn) error {
 			return conn.QueryRow(ctx,
-				`SELECT id, product_id, quantity, total_cents, created_at FROM orders WHERE id = $1`, id,
-			).Scan(&order.ID, &order.ProductID, &order.Quantity, &order.TotalCents, &order.CreatedAt)
+				`SELECT id, product_id, quantity, total_cents, created_at, token_sha256 FROM orders WHERE id = $1`, id,
+			).Scan(&order.ID, &order.ProductID, &order.Quantity, &order.TotalCents, &order.CreatedAt, &stored)
 		})
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !tokenMatches(token, stored)) {
 		return Order{}, fmt.Errorf("order %d: %w", id, ErrNotFound)
 	}
 	if err != nil {

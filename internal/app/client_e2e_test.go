@@ -72,8 +72,9 @@ func TestClientEveryRoute(t *testing.T) {
 	}
 
 	order, err := api.CreateOrder(ctx, client.NewOrder{ProductID: created.ID, Quantity: 2})
-	if err != nil || order.ID <= 0 || order.TotalCents != 2*999 || order.Location != fmt.Sprintf("/orders/%d", order.ID) || order.Replayed {
-		t.Errorf("CreateOrder = %+v, %v; want 2 × 999 at /orders/<id>, not replayed", order, err)
+	if err != nil || order.ID <= 0 || order.TotalCents != 2*999 || order.Token == "" ||
+		order.Location != fmt.Sprintf("/orders/%d?token=%s", order.ID, order.Token) || order.Replayed {
+		t.Errorf("CreateOrder = %+v, %v; want 2 × 999 at /orders/<id>?token=<token>, not replayed", order, err)
 	}
 	if _, err := api.CreateOrder(ctx, client.NewOrder{ProductID: created.ID, Quantity: 2}); !errors.Is(err, client.ErrOutOfStock) {
 		t.Errorf("CreateOrder beyond the stock: %v, want ErrOutOfStock", err)
@@ -88,8 +89,11 @@ func TestClientEveryRoute(t *testing.T) {
 		t.Errorf("TopProducts(30, 5) = %+v, %v; want days 30, at most 5 rows", rep, err)
 	}
 
-	got, err := api.GetOrder(ctx, order.ID)
+	got, err := api.GetOrder(ctx, order.ID, order.Token)
 	if err != nil || got.ID != order.ID || got.Quantity != 2 || got.TotalCents != order.TotalCents {
 		t.Errorf("GetOrder(%d) = %+v, %v; want the order CreateOrder returned", order.ID, got, err)
+	}
+	if _, err := api.GetOrder(ctx, order.ID, "not-"+order.Token); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("GetOrder with a wrong token: %v, want ErrNotFound", err)
 	}
 }

@@ -52,7 +52,7 @@ func newServer(d *deps, m *metrics, publicMetrics http.Handler, trace gin.Handle
 		engine.Use(s.reads.middleware())
 	}
 	handlers.Register(engine,
-		handlers.NewProducts(d.products, cfg.HTTPCache, log), handlers.NewOrders(d.orders, log),
+		handlers.NewProducts(d.products, cfg.HTTPCache, log), handlers.NewOrders(d.orders, int32(cfg.Abuse.OrderMaxQuantity), log),
 		handlers.NewReports(d.reports, log), health, publicMetrics,
 		routeClasses(cfg, d.rdb, d.mainPool, d.reportsPool, m, log))
 	handlers.RegisterOpenAPI(engine)

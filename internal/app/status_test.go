@@ -15,7 +15,8 @@ import (
 // earlier ones (MISS then HIT, PUT then GET, a key used twice).
 func TestStatusCodes(t *testing.T) {
 	t.Parallel()
-	env := testEnv(t)
+	// Above the stock of a seeded product (1000), so "beyond stock" is 409.
+	env := testEnv(t, map[string]string{"ORDER_MAX_QUANTITY": "5000"})
 	base, _ := startApp(t, env)
 
 	newName := "Renamed " + dbtest.Unique()
@@ -86,12 +87,13 @@ func TestStatusCodes(t *testing.T) {
 		{"update absent", "PUT", "/products/999999", nil, `{"name":"a","price_cents":1}`, 404, nil},
 		{"delete not allowed", "DELETE", "/products/1", nil, "", 405, nil},
 		{"no such route", "GET", "/nope", nil, "", 404, nil},
-		{"order", "POST", "/orders", nil, `{"product_id":3,"quantity":1}`, 201, location(`^/orders/\d+$`)},
+		{"order", "POST", "/orders", nil, `{"product_id":3,"quantity":1}`, 201, location(`^/orders/\d+\?token=[A-Za-z0-9_-]{43}$`)},
 		{"order quantity zero", "POST", "/orders", nil, `{"product_id":3,"quantity":0}`, 400, nil},
 		{"order quantity negative", "POST", "/orders", nil, `{"product_id":3,"quantity":-2}`, 400, nil},
 		{"order missing product", "POST", "/orders", nil, `{"quantity":1}`, 400, nil},
 		{"order absent product", "POST", "/orders", nil, `{"product_id":999999,"quantity":1}`, 404, nil},
 		{"order beyond stock", "POST", "/orders", nil, `{"product_id":3,"quantity":5000}`, 409, nil},
+		{"order above ORDER_MAX_QUANTITY", "POST", "/orders", nil, `{"product_id":3,"quantity":5001}`, 400, nil},
 		{"idempotent first", "POST", "/orders", map[string]string{"Idempotency-Key": idemKey}, `{"product_id":4,"quantity":2}`, 201,
 			func(t *testing.T, r *http.Response, b map[string]any) {
 				header("Idempotent-Replayed", "")(t, r, nil)

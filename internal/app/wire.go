@@ -80,24 +80,13 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 // shed at a quarter of the queue that normal reads may join, checkout and
 // writes only at twice it. Every refusal is counted by reason and class.
 func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
-	var lim, keyLim *limiter.Limiter
-	var store limiter.Store
-	if cfg.RateLimit != "off" || cfg.RateLimitKey != "off" {
-		// Leases: one Redis round trip per lease of RATE_LIMIT_LEASE × the
-		// limit, not per request; the fleet still shares one budget.
-		store = middleware.NewLeaseStore(newLimitStore(rdb, cfg.Namespace(), log), cfg.RateLimitLease, rateLimitClients)
-	}
-	if cfg.RateLimit != "off" {
-		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimit) // validated by loadConfig
-		lim = limiter.New(store, rate)
-	}
-	if cfg.RateLimitKey != "off" {
-		rate, _ := limiter.NewRateFromFormatted(cfg.RateLimitKey) // validated by loadConfig
-		keyLim = limiter.New(store, rate)
-	}
+	lims := newLimits(cfg, rdb, log)
+	lim, keyLim := lims.ip, lims.key
 	auth := middleware.NewAuth(middleware.AuthConfig{
 		Static: cfg.APIKeys, Store: repo.NewAPIKeys(mainPool), Scope: repo.ScopeWrite,
-		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond, Log: log,
+		CacheTTL: apiKeyCacheTTL, LookupsPerSecond: apiKeyLookupsPerSecond,
+		LookupsPerClient: apiKeyLookupsPerClient, LookupBurst: apiKeyLookupBurst,
+		Failures: lims.authFailures, Log: log,
 	})
 	refused := func(reason, class string) func(*gin.Context) {
 		return func(*gin.Context) { m.refusedBy(reason, class) }
@@ -135,6 +124,20 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
 	}
 	classes.Authorize = auth.Require()
+	if lim != nil {
+		classes.BeforeAuth = []gin.HandlerFunc{middleware.RateLimitBeforeAuth(lim, log, refused("rate_limited", "critical"))}
+	}
+	// Checkout: the caller's key (if valid) scopes its Idempotency-Key and
+	// its order budget (the class chain identified it already when
+	// RATE_LIMIT_KEY is on: asking twice would spend two lookups on one
+	// made-up key); then the budget itself.
+	if keyLim == nil {
+		classes.Checkout = []gin.HandlerFunc{auth.Identify()}
+	}
+	if lims.orders != nil {
+		classes.Checkout = append(classes.Checkout,
+			middleware.RateLimitNamed(orderBucket, lims.orders, lims.orders, log, refused("rate_limited", "critical")))
+	}
 	return classes
 }
 
@@ -160,6 +163,11 @@ const rateLimitClients = 100_000
 const (
 	apiKeyCacheTTL         = 30 * time.Second
 	apiKeyLookupsPerSecond = 20
+	// Each client's share: a genuine key costs one lookup per
+	// apiKeyCacheTTL, so a burst of 5 and one a second only ever refuse a
+	// client trying many keys, and leave the rest of the budget to others.
+	apiKeyLookupsPerClient = 1
+	apiKeyLookupBurst      = 5
 )
 
 // bodyReadGrace is how long a body may take before BODY_MIN_RATE applies:

@@ -95,6 +95,7 @@ type Config struct {
 	StaticTTL            time.Duration // their safety TTL
 	StaticRepair         time.Duration // period of their repair job
 	Tracing              Tracing       // OTEL_*: OpenTelemetry tracing (tracing.go), off by default
+	Abuse                AbuseSettings // ORDER_MAX_QUANTITY, ORDER_RATE_LIMIT, AUTH_FAILURE_LIMIT (abuse.go)
 
 	// HotKey is automatic hot-key detection (HOT_KEY_DETECT, _THRESHOLD,
 	// _TOP, _L1_TTL; hot.go).
@@ -166,6 +167,7 @@ func Load(getenv func(string) string) (Config, error) {
 		c.RedisDB = opt.DB
 	}
 	c.Tracing = readTracing(&p)
+	c.Abuse = readAbuse(&p, c.RateLimit)
 	c.LockWaiter, _ = cache.ParseWaiter(p.oneOf("LOCK_WAITER", "wait", "wait", "fail", "load"))
 	budget := readBudget(&p)
 	c.RequestTimeout, c.AcquireTimeout, c.StmtTimeout = budget.Request, budget.Acquire, budget.Statement

@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "order %d at %s: %d × product %d = %d cents (key %s, replayed %v)\n",
 		res.ID, res.Location, res.Quantity, res.ProductID, res.TotalCents, res.IdempotencyKey, res.Replayed)
 
-	o, err := api.GetOrder(ctx, res.ID)
+	o, err := api.GetOrder(ctx, res.ID, res.Token)
 	if err != nil {
 		return fmt.Errorf("read order %d back: %w", res.ID, err)
 	}

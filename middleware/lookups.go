@@ -1,0 +1,60 @@
+package middleware
+
+import (
+	"errors"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+)
+
+// lookupBudget bounds key-store lookups of keys not yet believed: per
+// client first, then for the instance. The instance's budget protects
+// PostgreSQL; the client's keeps one client from spending it, so made-up
+// keys from one address cannot make a genuine key from another answer 503
+// (issue 27 row 4: 60 random keys did).
+type lookupBudget struct {
+	instance  *rate.Limiter
+	perClient *lru.Cache[string, *rate.Limiter]
+	limit     rate.Limit
+	burst     int
+}
+
+// lookupClients bounds the clients whose lookup budgets are remembered; one
+// forgotten starts again with a full (small) burst.
+const lookupClients = 10_000
+
+// errClientLookups: this client spent its own lookup budget (429), as
+// opposed to errUnverifiable, the instance's (503).
+var errClientLookups = errors.New("too many unverified API keys from this client")
+
+func newLookupBudget(perSecond, perClientPerSecond float64, perClientBurst int) *lookupBudget {
+	clients, _ := lru.New[string, *rate.Limiter](lookupClients) // errors only for a size < 1
+	return &lookupBudget{
+		instance:  rate.NewLimiter(rate.Limit(max(perSecond, 1)), max(int(perSecond), 1)),
+		perClient: clients,
+		limit:     rate.Limit(perClientPerSecond),
+		burst:     max(perClientBurst, 1),
+	}
+}
+
+// allow takes one lookup for client, or says whose budget is spent.
+func (b *lookupBudget) allow(client string) error {
+	if b.limit > 0 {
+		l, ok := b.perClient.Get(client)
+		if !ok {
+			fresh := rate.NewLimiter(b.limit, b.burst)
+			if prev, found, _ := b.perClient.PeekOrAdd(client, fresh); found {
+				l = prev
+			} else {
+				l = fresh
+			}
+		}
+		if !l.Allow() {
+			return errClientLookups
+		}
+	}
+	if !b.instance.Allow() {
+		return errUnverifiable
+	}
+	return nil
+}
