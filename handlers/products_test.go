@@ -58,7 +58,7 @@ func cachingRouter(store productStore) *gin.Engine {
 	r := gin.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hc := HTTPCache{Enabled: true, MaxAge: 30 * time.Second, StaleWhileRevalidate: 270 * time.Second, NotFoundMaxAge: 5 * time.Second}
-	Register(r, NewProducts(store, hc, log), NewOrders(nil, log), NewReports(nil, log),
+	Register(r, NewProducts(store, hc, log), NewOrders(nil, 10, log), NewReports(nil, log),
 		NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
 	return r
 }
