@@ -83,7 +83,7 @@ type admin struct {
 	recent     *lockHistory  // nil: no lock history
 }
 
-// maxProfileDefault caps a CPU profile or trace: ?seconds=1000 must not
+// maxProfileDefault caps every profile's ?seconds=: ?seconds=1000 must not
 // keep a profiler (and its overhead) running for a quarter of an hour.
 const maxProfileDefault = 30 * time.Second
 
@@ -91,7 +91,10 @@ func (a *admin) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", console.Handler())
 	mux.HandleFunc("GET /api/state", a.state)
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	// Every profile takes ?seconds=, not only profile and trace: the named
+	// ones (allocs, heap, goroutine, block, mutex…) answer a delta over
+	// that long, so the cap wraps the whole tree.
+	mux.Handle("GET /debug/pprof/", a.capSeconds(http.HandlerFunc(pprof.Index)))
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.Handle("GET /debug/pprof/profile", a.capSeconds(http.HandlerFunc(pprof.Profile)))
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
