@@ -20,6 +20,7 @@ import (
 	"github.com/stampede-guard/api/internal/breaker"
 	"github.com/stampede-guard/api/internal/console"
 	"github.com/stampede-guard/api/internal/hotkeys"
+	"github.com/stampede-guard/api/middleware"
 )
 
 // adminState is what the console polls once a second: counters (the page
@@ -99,7 +100,7 @@ func (a *admin) handler() http.Handler {
 	mux.Handle("GET /debug/pprof/profile", a.capSeconds(http.HandlerFunc(pprof.Profile)))
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.Handle("GET /debug/pprof/trace", a.capSeconds(http.HandlerFunc(pprof.Trace)))
-	return a.guard(mux)
+	return middleware.NosniffHandler(a.guard(mux))
 }
 
 func (a *admin) state(w http.ResponseWriter, r *http.Request) {

@@ -43,6 +43,7 @@ func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.L
 		engine.Use(trace)
 	}
 	engine.Use(
+		middleware.Nosniff(), // first: every answer carries it, a panic's 500 too
 		middleware.Recover(log),
 		middleware.RequestLog(access),
 		middleware.Metrics(m.requests),
