@@ -19,8 +19,8 @@ import (
 const MaxBody = 1 << 20
 
 // decodeJSON reads exactly one JSON object into dst, strictly: JSON content
-// type, at most MaxBody bytes, no unknown, duplicate or case-mismatched
-// keys, no trailing data. A Content-Length over the limit is refused before
+// type, at most MaxBody bytes, valid UTF-8 without lone surrogates, no
+// unknown, duplicate or case-mismatched keys, no trailing data. A Content-Length over the limit is refused before
 // anything is read, so a client that sent Expect: 100-continue never gets
 // its 100 Continue.
 func decodeJSON(c *gin.Context, dst any) error {
@@ -39,6 +39,9 @@ func decodeJSON(c *gin.Context, dst any) error {
 		}
 		// A read error names sockets (ours and the client's): never echo it.
 		return &requestError{status: http.StatusBadRequest, msg: "request body could not be read", cause: err}
+	}
+	if err := checkText(body); err != nil { // jsontext.go
+		return err
 	}
 	if err := checkKeys(body, dst); err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/middleware"
 )
 
 // HTTPCache is the freshness policy product reads announce to browsers and
@@ -58,6 +60,14 @@ func (h HTTPCache) found() string {
 		cc += fmt.Sprintf(", stale-if-error=%d", s)
 	}
 	return cc
+}
+
+// ownRequestID keeps a client's X-Request-ID off an answer shared caches
+// may store and serve to others (see middleware.OwnRequestID).
+func (h *Products) ownRequestID(c *gin.Context) {
+	if h.public {
+		middleware.OwnRequestID(c)
+	}
 }
 
 // notFound is the Cache-Control of a 404: reusable briefly, never stale, so

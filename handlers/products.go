@@ -34,6 +34,7 @@ type Products struct {
 	// The Cache-Control of a found and of an absent product, built once
 	// from the HTTPCache policy.
 	ccFound, ccNotFound string
+	public              bool      // both are public: shared caches may store them
 	dates               httpDates // Last-Modified values, formatted once
 	log                 *slog.Logger
 }
@@ -41,7 +42,7 @@ type Products struct {
 // NewProducts builds the product handlers; hc is what product reads tell
 // browsers and CDNs about caching them.
 func NewProducts(store productStore, hc HTTPCache, log *slog.Logger) *Products {
-	return &Products{store: store, ccFound: hc.found(), ccNotFound: hc.notFound(), log: log}
+	return &Products{store: store, ccFound: hc.found(), ccNotFound: hc.notFound(), public: hc.Enabled, log: log}
 }
 
 // productBody is the JSON of POST and PUT. Pointers tell a missing field
@@ -113,6 +114,7 @@ func (h *Products) get(c *gin.Context) {
 		cacheHeaders(&hs, f)
 		hs.add("Cache-Control", h.ccNotFound)
 		hs.set(c)
+		h.ownRequestID(c)
 		writeError(c, h.log, err)
 		return
 	case err != nil:
@@ -121,6 +123,7 @@ func (h *Products) get(c *gin.Context) {
 	}
 	cacheHeaders(&hs, f)
 	hs.add("Cache-Control", h.ccFound)
+	h.ownRequestID(c)
 	body, etag := h.store.JSON(p) // one encoding for the tag and the body
 	validators(&hs, etag, h.lastModified(p.UpdatedAt), f.Age)
 	// Answered from L1 or Redis like any read: a revalidation costs no query.

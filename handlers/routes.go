@@ -9,7 +9,14 @@ import (
 // Register mounts the whole API: every route on one screen. Middleware that
 // depends on a route's priority is passed per group by the caller.
 func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, metrics http.Handler, classes Classes) {
+	// Every answer the router makes is JSON: an unknown method is a 405
+	// with Allow (NoMethod below), and no path is "corrected" with a
+	// redirect — gin's trailing-slash redirect answers 301/307 in HTML and
+	// builds its Location from X-Forwarded-Prefix, a header any client
+	// writes. "/products/" is a 404 like any path that is not a route.
 	r.HandleMethodNotAllowed = true
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	r.Use(noStore())
 	r.NoRoute(func(c *gin.Context) { abort(c, http.StatusNotFound, "no such route") })
 	r.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })

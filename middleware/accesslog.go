@@ -49,6 +49,10 @@ type accessLine struct {
 func (a *AccessLog) Enabled(level slog.Level) bool { return level >= a.level.Level() }
 
 func (a *AccessLog) write(ctx context.Context, level slog.Level, l accessLine) {
+	// The method is the client's (net/http takes any token, 20 000
+	// characters too); bound every string the same way.
+	l.requestID, l.method, l.route = clip(l.requestID), clip(l.method), clip(l.route)
+	l.cache, l.clientIP = clip(l.cache), clip(l.clientIP)
 	if !plain(l.requestID) || !plain(l.method) || !plain(l.route) || !plain(l.cache) || !plain(l.clientIP) ||
 		!fixedPoint(l.durationMs) {
 		a.slow.LogAttrs(ctx, level, "request",
@@ -81,6 +85,20 @@ func (a *AccessLog) write(ctx context.Context, level slog.Level, l accessLine) {
 	_, _ = a.out.Write(b) // a log failure must not fail the request
 	*bp = b
 	a.bufs.Put(bp)
+}
+
+// maxLogValue bounds each string of an access line; a longer one keeps its
+// first maxLogValue bytes and a marker.
+const maxLogValue = 64
+
+// truncated marks a clipped value (ASCII: the line stays on the fast path).
+const truncated = "...(truncated)"
+
+func clip(s string) string {
+	if len(s) <= maxLogValue {
+		return s
+	}
+	return s[:maxLogValue] + truncated
 }
 
 // plain reports whether s goes into a JSON string as it is: printable

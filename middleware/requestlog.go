@@ -28,6 +28,17 @@ func headerValue(h http.Header, key string) string {
 	return ""
 }
 
+// OwnRequestID gives an answer that shared caches may store (Cache-Control:
+// public) an id of the server's own in place of one the client chose: a
+// CDN would hand that answer, and the client's chosen id, to everyone
+// else. The access log names the id the answer carried.
+func OwnRequestID(c *gin.Context) {
+	h := c.Writer.Header()
+	if v := h[requestIDHeader]; len(v) > 0 && v[0] == headerValue(c.Request.Header, requestIDHeader) {
+		h[requestIDHeader] = []string{newRequestID()}
+	}
+}
+
 // maxRequestIDLen bounds an id a client sends us, so logs stay sane.
 const maxRequestIDLen = 64
 
@@ -55,6 +66,9 @@ func RequestLog(log *AccessLog) gin.HandlerFunc {
 			return // LOG_LEVEL=warn: a hot path pays nothing for the access log
 		}
 		end := time.Now() // one clock read for the duration and the line's time
+		if id != headerValue(c.Writer.Header(), requestIDHeader) {
+			id = RequestID(c) // replaced by OwnRequestID
+		}
 		log.write(c.Request.Context(), level, accessLine{
 			at:         end,
 			requestID:  id,

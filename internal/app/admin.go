@@ -20,6 +20,7 @@ import (
 	"github.com/stampede-guard/api/internal/breaker"
 	"github.com/stampede-guard/api/internal/console"
 	"github.com/stampede-guard/api/internal/hotkeys"
+	"github.com/stampede-guard/api/middleware"
 )
 
 // adminState is what the console polls once a second: counters (the page
@@ -83,7 +84,7 @@ type admin struct {
 	recent     *lockHistory  // nil: no lock history
 }
 
-// maxProfileDefault caps a CPU profile or trace: ?seconds=1000 must not
+// maxProfileDefault caps every profile's ?seconds=: ?seconds=1000 must not
 // keep a profiler (and its overhead) running for a quarter of an hour.
 const maxProfileDefault = 30 * time.Second
 
@@ -91,12 +92,15 @@ func (a *admin) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", console.Handler())
 	mux.HandleFunc("GET /api/state", a.state)
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	// Every profile takes ?seconds=, not only profile and trace: the named
+	// ones (allocs, heap, goroutine, block, mutex…) answer a delta over
+	// that long, so the cap wraps the whole tree.
+	mux.Handle("GET /debug/pprof/", a.capSeconds(http.HandlerFunc(pprof.Index)))
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.Handle("GET /debug/pprof/profile", a.capSeconds(http.HandlerFunc(pprof.Profile)))
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.Handle("GET /debug/pprof/trace", a.capSeconds(http.HandlerFunc(pprof.Trace)))
-	return a.guard(mux)
+	return middleware.NosniffHandler(a.guard(mux))
 }
 
 func (a *admin) state(w http.ResponseWriter, r *http.Request) {
@@ -213,10 +217,8 @@ func serveAdmin(addr string, a *admin, log *slog.Logger) (stop func(context.Cont
 	if err != nil {
 		return nil, fmt.Errorf("admin listen %s: %w", addr, err)
 	}
-	if a.token == "" && !isLoopbackAddr(addr) {
-		log.Warn("admin listener is not on loopback and ADMIN_TOKEN is empty: only requests naming a loopback Host are served; set ADMIN_TOKEN",
-			"addr", addr)
-	}
+	// A non-loopback address without ADMIN_TOKEN never gets here: the
+	// configuration refuses it (internal/config/guards.go).
 	srv := &http.Server{
 		Handler:           a.handler(),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -33,7 +33,8 @@ func (a *admin) capSeconds(next http.Handler) http.Handler {
 // it, only a loopback Host is served: that stops a browser tricked by DNS
 // rebinding and anyone who reaches a non-loopback ADMIN_ADDR by its name or
 // address. (A client that forges Host on a reachable port is stopped only
-// by the token: set one whenever ADMIN_ADDR is not loopback.)
+// by the token, which is why a non-loopback ADMIN_ADDR without one refuses
+// to start.)
 func (a *admin) guard(next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(a.token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,13 +79,4 @@ func loopbackHost(host string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
-}
-
-// isLoopbackAddr reports whether a listen address binds loopback only.
-func isLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	return loopbackHost(host) && host != ""
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ type keyCount struct {
 type requestTally struct {
 	requests atomic.Int64
 	mu       sync.Mutex
-	cur, old map[string]int64 // reads by product id
+	cur, old map[int64]int64 // reads by product id
 	since    time.Time
 }
 
@@ -74,35 +75,61 @@ type requestTally struct {
 const maxTracked = 10_000
 
 func newRequestTally() *requestTally {
-	return &requestTally{cur: map[string]int64{}, old: map[string]int64{}, since: time.Now()}
+	return &requestTally{cur: map[int64]int64{}, old: map[int64]int64{}, since: time.Now()}
 }
 
-// middleware counts every request, and GET/HEAD /products/:id by id.
+// middleware counts every request, and GET/HEAD /products/:id by id once
+// the handler has answered it. Only an id the handler took (200, 304, or
+// 404 for a valid id no product has) is kept, as a number: a request the
+// rate limit, the shedder or the id check refused keeps nothing, and
+// whatever a client sends, the tally holds at most 2 × maxTracked
+// int64 pairs (two half-windows).
 func (h *requestTally) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h.requests.Add(1)
-		if c.FullPath() == "/products/:id" && (c.Request.Method == "GET" || c.Request.Method == "HEAD") {
-			h.add(c.Param("id")) // "product " is added when read: no string built per request
-		}
 		c.Next()
+		if c.FullPath() != "/products/:id" || c.Request.Method != "GET" && c.Request.Method != "HEAD" {
+			return
+		}
+		switch c.Writer.Status() {
+		case http.StatusOK, http.StatusNotModified, http.StatusNotFound:
+			if id, ok := canonicalID(c.Param("id")); ok {
+				h.add(id) // "product " is added when read: no string built per request
+			}
+		}
 	}
 }
 
-func (h *requestTally) add(key string) {
+// canonicalID reads a positive id in canonical form (no sign, no leading
+// zero), as the handler's pathID does; anything else is not counted.
+func canonicalID(s string) (int64, bool) {
+	if s == "" || len(s) > 19 || s[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n > 0
+}
+
+func (h *requestTally) add(id int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rotate(time.Now())
-	if _, ok := h.cur[key]; ok || len(h.cur) < maxTracked {
-		h.cur[key]++
+	if _, ok := h.cur[id]; ok || len(h.cur) < maxTracked {
+		h.cur[id]++
 	}
 }
 
 func (h *requestTally) rotate(now time.Time) {
 	switch d := now.Sub(h.since); {
 	case d >= consoleWindow:
-		h.cur, h.old, h.since = map[string]int64{}, map[string]int64{}, now
+		h.cur, h.old, h.since = map[int64]int64{}, map[int64]int64{}, now
 	case d >= consoleWindow/2:
-		h.old, h.cur, h.since = h.cur, map[string]int64{}, now
+		h.old, h.cur, h.since = h.cur, map[int64]int64{}, now
 	}
 }
 
@@ -110,15 +137,19 @@ func (h *requestTally) rotate(now time.Time) {
 func (h *requestTally) top(n int) []keyCount {
 	h.mu.Lock()
 	h.rotate(time.Now())
-	sum := make(map[string]int64, len(h.cur)+len(h.old))
+	sum := make(map[int64]int64, len(h.cur)+len(h.old))
 	for id, v := range h.old {
-		sum["product "+id] += v
+		sum[id] += v
 	}
 	for id, v := range h.cur {
-		sum["product "+id] += v
+		sum[id] += v
 	}
 	h.mu.Unlock()
-	return topN(sum, n)
+	named := make(map[string]int64, len(sum))
+	for id, v := range sum {
+		named["product "+strconv.FormatInt(id, 10)] = v
+	}
+	return topN(named, n)
 }
 
 func topN(m map[string]int64, n int) []keyCount {

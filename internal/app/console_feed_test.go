@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -50,7 +49,7 @@ func TestHotKeysTopAndBound(t *testing.T) {
 	h := newRequestTally()
 	for i, n := range []int{3, 9, 5} {
 		for range n {
-			h.add(fmt.Sprint(i)) // a product id, as the middleware counts it
+			h.add(int64(i)) // a product id, as the middleware counts it
 		}
 	}
 	want := []keyCount{{"product 1", 9}, {"product 2", 5}}
@@ -58,9 +57,14 @@ func TestHotKeysTopAndBound(t *testing.T) {
 		t.Errorf("top(2) = %v, want %v", got, want)
 	}
 	for i := range maxTracked + 100 {
-		h.add(fmt.Sprint("9", i))
+		h.add(int64(90_000 + i))
 	}
 	if n := len(h.cur); n > maxTracked {
 		t.Errorf("%d distinct keys counted, want at most %d", n, maxTracked)
+	}
+	// Whatever the ids, the memory held is bounded: at most maxTracked ids
+	// per half-window, each a fixed-size number.
+	if entries, keyBytes := tallyFootprint(h); entries > 2*maxTracked || keyBytes > 8*entries {
+		t.Errorf("tally holds %d ids in %d key bytes, want at most %d ids of 8 bytes", entries, keyBytes, 2*maxTracked)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/stampede-guard/api/middleware"
 )
 
 // serveMetrics places GET /metrics. With addr empty it returns h for the
@@ -24,7 +26,7 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (public http.Ha
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	srv := &http.Server{Handler: middleware.NosniffHandler(mux), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

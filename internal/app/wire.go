@@ -23,8 +23,8 @@ import (
 )
 
 // newEngine builds gin with the request-wide middleware in its explicit
-// order: trace span (when tracing is on) → recovery → request id + access
-// log → deadline. The API routes add
+// order: trace span (when tracing is on) → nosniff → recovery → request id
+// + access log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
 func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
@@ -43,6 +43,7 @@ func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.L
 		engine.Use(trace)
 	}
 	engine.Use(
+		middleware.Nosniff(), // first: every answer carries it, a panic's 500 too
 		middleware.Recover(log),
 		middleware.RequestLog(access),
 		middleware.Metrics(m.requests),

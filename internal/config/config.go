@@ -203,12 +203,7 @@ func Load(getenv func(string) string) (Config, error) {
 		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
 		NotFoundMaxAge:       min(c.CacheNegTTL, maxAge),
 	}
-	// A range of every address would believe any client's X-Forwarded-For:
-	// every limit per address could be dodged by writing a header.
-	if !p.boolean("TRUSTED_PROXIES_ALLOW_ALL", false) && coversAll(c.TrustedProxies) {
-		p.fail("TRUSTED_PROXIES", getenv("TRUSTED_PROXIES"),
-			"a range of every address lets any client choose its IP with X-Forwarded-For; list your proxies, or set TRUSTED_PROXIES_ALLOW_ALL=true")
-	}
+	checkGuards(&p, c) // trusted proxies, admin token and address (guards.go)
 	if c.RateLimit != "off" {
 		if _, err := limiter.NewRateFromFormatted(c.RateLimit); err != nil {
 			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)

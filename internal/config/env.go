@@ -190,14 +190,3 @@ func (p *envParser) apiKeys(name string) []string {
 	}
 	return keys
 }
-
-// coversAll reports whether a CIDR list holds a range of every address
-// (0.0.0.0/0, ::/0).
-func coversAll(cidrs []string) bool {
-	for _, s := range cidrs {
-		if p, err := netip.ParsePrefix(s); err == nil && p.Bits() == 0 {
-			return true
-		}
-	}
-	return false
-}

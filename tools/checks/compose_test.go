@@ -120,6 +120,25 @@ func TestComposeSeedsOnce(t *testing.T) {
 	}
 }
 
+// TestComposeAdminHasToken: the app refuses to start with a non-loopback
+// ADMIN_ADDR and no ADMIN_TOKEN of at least 16 characters
+// (internal/config/guards.go), so compose, which listens on every
+// interface inside the container, must give it one — and let .env
+// replace it.
+func TestComposeAdminHasToken(t *testing.T) {
+	env := composeEnvMap(composeService(t, loadCompose(t), "app").Environment)
+	host, _, err := net.SplitHostPort(env["ADMIN_ADDR"])
+	loopback := err == nil && (host == "localhost" || net.ParseIP(host) != nil && net.ParseIP(host).IsLoopback())
+	if env["ADMIN_ADDR"] != "off" && !loopback && len(env["ADMIN_TOKEN"]) < 16 {
+		t.Errorf("app ADMIN_ADDR=%q is not loopback and ADMIN_TOKEN has %d characters: the app would refuse to start (want at least 16)",
+			env["ADMIN_ADDR"], len(env["ADMIN_TOKEN"]))
+	}
+	own := composeEnvMap(composeService(t, loadComposeWith(t, map[string]string{"ADMIN_TOKEN": "my-own-admin-token-0123"}), "app").Environment)
+	if own["ADMIN_TOKEN"] != "my-own-admin-token-0123" {
+		t.Errorf("ADMIN_TOKEN set in .env or the shell: the app gets %q, want the user's token", own["ADMIN_TOKEN"])
+	}
+}
+
 // TestComposeDataServicesOnLoopback: PostgreSQL (password "postgres") and
 // Redis (no password) are published on the host's loopback only, never on
 // every interface.

@@ -10,10 +10,13 @@ import (
 
 // fakeGo stands in for `go run <tool>@<version>` in scripts/security.sh:
 // gosec and govulncheck answer as FAKE_GOSEC and FAKE_VULN say, instantly
-// and offline.
+// and offline; gosec's arguments go to the file FAKE_GOSEC_ARGS names.
+// `go list` is the real one (REAL_GO).
 const fakeGo = `#!/bin/sh
+[ "$1" = list ] && exec "$REAL_GO" "$@" # the packages to scan: the real answer
 case "$2" in
 *gosec*)
+	[ -n "$FAKE_GOSEC_ARGS" ] && { shift 2; printf '%s\n' "$@" >"$FAKE_GOSEC_ARGS"; }
 	[ "$FAKE_GOSEC" = finding ] && { echo "[cache/warm.go:40] - G404 (CWE-338): Use of weak random number generator"; exit 1; }
 	exit 0 ;;
 *govulncheck*)
@@ -49,7 +52,7 @@ func TestSecurityScript(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("bash", filepath.Join(repoRoot(t), "tools", "scripts", "security.sh"))
-			cmd.Env = append(os.Environ(), "GO="+goBin, "FAKE_GOSEC="+tc.gosec, "FAKE_VULN="+tc.vuln)
+			cmd.Env = append(os.Environ(), "GO="+goBin, "REAL_GO="+realGo(t), "FAKE_GOSEC="+tc.gosec, "FAKE_VULN="+tc.vuln)
 			out, err := cmd.CombinedOutput()
 			if (err == nil) != tc.wantOK {
 				t.Fatalf("exit error %v, want success %t; output:\n%s", err, tc.wantOK, out)

@@ -2,10 +2,14 @@
 # security.sh (`make security`): gosec against a reviewed baseline, then
 # govulncheck.
 #
-# gosec scans what ships and what people copy (the app, its packages, the
-# client and the examples); lab/ and internal/ are developer tools that start
-# local processes and write reports by design (scripts/gosec-baseline.txt
-# says why). A finding fails the run: fix it, or, if it is a false positive,
+# gosec scans what ships and what people copy: every package of this module
+# the binary is built from (`go list -deps .`, so a new package is scanned
+# the day the binary imports it, wherever it lives, internal/ included),
+# plus the client and its examples. The test harnesses (internal/testkit)
+# and tools/ are not in the binary and are not scanned
+# (tools/scripts/gosec-baseline.txt says why); tools/checks/security_test.go
+# holds the scanned set to the binary's. `security.sh --packages` prints
+# it. A finding fails the run: fix it, or, if it is a false positive,
 # annotate the line `// #nosec Gxxx -- reason` AND list it in the baseline.
 # The baseline is checked against the annotations in the code, so neither can
 # change without the other: every accepted finding is on record, reviewed.
@@ -26,14 +30,27 @@ BASELINE=tools/scripts/gosec-baseline.txt
 
 status=0
 
-echo "gosec ($GOSEC)"
-if ! "$GO" run "$GOSEC" -quiet -exclude-dir=tools -exclude-dir=testkit ./...; then
+# The directories to scan, from the repository root ("." is the main
+# package): this module's packages among the binary's dependencies and
+# the client's.
+module=$("$GO" list -m) || exit 1
+scanned=$("$GO" list -deps -f '{{if .Module}}{{if .Module.Main}}{{.ImportPath}}{{end}}{{end}}' . ./client/...) || exit 1
+scanned=$(echo "$scanned" | sed -E "s|^$module(/\|$)|./|; s|^\./$|.|" | sort -u)
+if [ "${1:-}" = --packages ]; then
+	echo "$scanned"
+	exit 0
+fi
+mapfile -t dirs <<<"$scanned"
+
+echo "gosec ($GOSEC), ${#dirs[@]} packages"
+if ! "$GO" run "$GOSEC" -quiet "${dirs[@]}"; then
 	echo "gosec: findings above: fix each, or annotate a false positive '// #nosec Gxxx -- reason' and add it to $BASELINE"
 	status=1
 fi
 
-# "path rule" for each annotation in the code, and each line of the baseline.
-annotated=$(grep -rnoE --include='*.go' --exclude-dir=tools --exclude-dir=testkit '#nosec G[0-9]+' . |
+# "path rule" for each annotation in the scanned packages' files, and each
+# line of the baseline.
+annotated=$(for d in "${dirs[@]}"; do grep -noE '#nosec G[0-9]+' "$d"/*.go /dev/null; done |
 	sed -E 's|^\./||; s|^([^:]+):[0-9]+:#nosec (G[0-9]+)$|\1 \2|' | sort)
 listed=$(grep -vE '^[[:space:]]*(#|$)' "$BASELINE" | awk '{print $1, $2}' | sort)
 if [ "$annotated" != "$listed" ]; then
