@@ -1,0 +1,112 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// line returns samples every 10 s from minute from to minute to of a
+// figure that starts at v0 and grows by slope a minute, with spike added
+// to every seventh sample (a sample taken mid-fault).
+func line(from, to, v0, slope, spike float64) []point {
+	var ps []point
+	for i := 0; from+float64(i)/6 <= to+1e-9; i++ {
+		t := from + float64(i)/6
+		v := v0 + slope*(t-from)
+		if i%7 == 3 {
+			v += spike
+		}
+		ps = append(ps, point{t, v})
+	}
+	return ps
+}
+
+func TestTheilSen(t *testing.T) {
+	tests := []struct {
+		name string
+		ps   []point
+		want float64
+	}{
+		{"none", nil, 0},
+		{"one", []point{{1, 5}}, 0},
+		{"flat", line(0, 3, 60, 0, 0), 0},
+		{"climbing 3/min", line(0, 3, 60, 3, 0), 3},
+		{"flat with mid-fault spikes of +40", line(0, 3, 60, 0, 40), 0},
+	}
+	for _, tt := range tests {
+		if got := theilSen(tt.ps); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: slope %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSoakVerdict: each rule fails the soak on its own, and a levelled
+// run with 503s only passes. Remove a rule from verdict and its row goes
+// red.
+func TestSoakVerdict(t *testing.T) {
+	levelled := func(v float64) []life { return []life{{Name: "instance 0", Points: line(0, 30, v, 0, 0)}} }
+	ok := soakOutcome{Minutes: 30, RSS: levelled(65), Gor: levelled(40), FD: levelled(25)}
+	tests := []struct {
+		name   string
+		change func(*soakOutcome)
+		want   string // in the one failure; "" for a pass
+	}{
+		{"levelled, only 503s", func(*soakOutcome) {}, ""},
+		{"a 500", func(o *soakOutcome) { o.ServerErrors = 1 }, "5xx other than 503"},
+		{"an unanswered request", func(o *soakOutcome) { o.Unanswered = 1 }, "unanswered"},
+		{"a lost order", func(o *soakOutcome) { o.Lost = 1 }, "not in PostgreSQL"},
+		{"a duplicated order", func(o *soakOutcome) { o.Duplicated = 1 }, "more than one order"},
+		{"RSS climbing 3 MiB/min", func(o *soakOutcome) {
+			o.RSS = []life{{Name: "instance 1", Points: line(0, 30, 40, 3, 0)}}
+		}, "RSS still climbing"},
+		{"RSS climbing early, flat in the second half", func(o *soakOutcome) {
+			o.RSS = []life{{Name: "instance 1", Points: append(line(0, 14.9, 30, 2.5, 0), line(15, 30, 65, 0.5, 8)...)}}
+		}, ""},
+		{"goroutines leaking 2/min", func(o *soakOutcome) {
+			o.Gor = []life{{Name: "instance 2", Points: line(0, 30, 40, 2, 0)}}
+		}, "goroutines grew"},
+		{"goroutines swinging with faults, not growing", func(o *soakOutcome) {
+			o.Gor = []life{{Name: "instance 2", Points: line(0, 30, 40, 0, 300)}}
+		}, ""},
+		{"fds leaking 3/min", func(o *soakOutcome) {
+			o.FD = []life{{Name: "instance 0", Points: line(0, 30, 25, 3, 0)}}
+		}, "open fds grew"},
+		{"no instance lived through the second half", func(o *soakOutcome) {
+			o.RSS = []life{{Name: "instance 0", Points: line(0, 16, 60, 0, 0)}, {Name: "instance 0 (restart 1)", Points: line(28, 30, 40, 0, 0)}}
+		}, "enough of the second half"},
+	}
+	for _, tt := range tests {
+		o := ok
+		tt.change(&o)
+		fails := verdict(o)
+		switch {
+		case tt.want == "" && len(fails) > 0:
+			t.Errorf("%s: failed: %v", tt.name, fails)
+		case tt.want != "" && (len(fails) != 1 || !strings.Contains(fails[0], tt.want)):
+			t.Errorf("%s: failures %q, want one saying %q", tt.name, fails, tt.want)
+		}
+	}
+}
+
+func TestCheckOrders(t *testing.T) {
+	tests := []struct {
+		name       string
+		told, rows map[string][]int64
+		want       orderCheck
+	}{
+		{"each 201 stored once, one replay", map[string][]int64{"a": {1, 1}, "b": {2}}, map[string][]int64{"a": {1}, "b": {2}},
+			orderCheck{Keys: 2, Replays: 1}},
+		{"a 201 with no row", map[string][]int64{"a": {1}}, map[string][]int64{}, orderCheck{Keys: 1, Lost: 1}},
+		{"a 201 whose id is another key's", map[string][]int64{"a": {2}}, map[string][]int64{"a": {1}}, orderCheck{Keys: 1, Lost: 1}},
+		{"a retry answered with a second id", map[string][]int64{"a": {1, 2}}, map[string][]int64{"a": {1, 2}},
+			orderCheck{Keys: 1, Replays: 1, Duplicated: 1}},
+		{"committed, client gave up", map[string][]int64{}, map[string][]int64{"a": {1}}, orderCheck{Unconfirmed: 1}},
+		{"stored twice, never confirmed", map[string][]int64{}, map[string][]int64{"a": {1, 2}}, orderCheck{Unconfirmed: 1, Duplicated: 1}},
+	}
+	for _, tt := range tests {
+		if got := checkOrders(tt.told, tt.rows, 0); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
