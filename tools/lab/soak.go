@@ -21,7 +21,7 @@ const (
 	soakMargin         = 2 * time.Second
 	soakInstances      = 3
 	soakSampleEvery    = 10 * time.Second
-	soakAPIKey         = "soak-write-key"
+	soakAPIKey         = "soak-write-key-not-a-secret"
 )
 
 var soakEnv = map[string]string{

@@ -63,6 +63,22 @@ func TestSoakVerdict(t *testing.T) {
 		{"RSS climbing early, flat in the second half", func(o *soakOutcome) {
 			o.RSS = []life{{Name: "instance 1", Points: append(line(0, 14.9, 30, 2.5, 0), line(15, 30, 65, 0.5, 8)...)}}
 		}, ""},
+		{"3-minute run: an instance restarted at 1.3 min warming up", func(o *soakOutcome) {
+			o.Minutes = 3
+			o.RSS = []life{{Name: "instance 0", Points: line(0, 3, 64, 0, 0)},
+				{Name: "instance 1 (restart 1)", Points: append(line(1.33, 2.3, 35, 30, 0), line(2.33, 3, 65, 0, 0)...)}}
+			o.Gor, o.FD = nil, nil
+		}, ""},
+		{"3-minute run: RSS stepping up 9 MiB with the last faults", func(o *soakOutcome) {
+			o.Minutes = 3
+			o.RSS = []life{{Name: "instance 0", Points: append(line(0, 1.4, 40, 17, 0), line(1.5, 3, 64, 6, 0)...)}}
+			o.Gor, o.FD = nil, nil
+		}, ""},
+		{"3-minute run: RSS climbing 10 MiB/min", func(o *soakOutcome) {
+			o.Minutes = 3
+			o.RSS = []life{{Name: "instance 0", Points: line(0, 3, 40, 10, 0)}}
+			o.Gor, o.FD = nil, nil
+		}, "RSS still climbing"},
 		{"goroutines leaking 2/min", func(o *soakOutcome) {
 			o.Gor = []life{{Name: "instance 2", Points: line(0, 30, 40, 2, 0)}}
 		}, "goroutines grew"},
