@@ -64,7 +64,7 @@ func (l *Lab) runSoak(ctx context.Context, d time.Duration, rate float64, out st
 	s := &soak{lab: l, cluster: c, fleet: newFleet(c), start: time.Now()}
 	_, portStr, _ := net.SplitHostPort(l.redisProxy.Addr())
 	redisPort, _ := strconv.Atoi(portStr)
-	t := &traffic{fleet: s.fleet, book: newBook(s.start), ledger: newLedger(), apiKey: soakAPIKey,
+	t := &traffic{fleet: s.fleet, book: newBook(s.start, d), ledger: newLedger(), apiKey: soakAPIKey,
 		prefix: "soak-" + randomHex(4) + "-", rate: rate,
 		hc: &http.Client{Timeout: soakRequestTimeout + soakMargin, Transport: &http.Transport{
 			MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second, DisableCompression: true}}}
@@ -77,7 +77,7 @@ func (l *Lab) runSoak(ctx context.Context, d time.Duration, rate float64, out st
 	var events []faultEvent
 	var samples []soakSample
 	wg.Go(func() { t.run(ctx, d) })
-	wg.Go(func() { s.rotate(ctx, d, &mu, &events) })
+	wg.Go(func() { s.rotate(ctx, d, &t.fault, &mu, &events) })
 	wg.Go(func() {
 		for at := s.start; ; at = at.Add(soakSampleEvery) {
 			if sleepCtx(ctx, time.Until(at)) != nil || time.Since(s.start) > d+time.Second {

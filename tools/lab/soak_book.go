@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ type outcome struct {
 	err     string        // the client's error when there was no answer
 	killed  bool          // sent to an instance the soak SIGKILLed before it answered
 	latency time.Duration // until the answer, or the error
+	kind    string        // of request: hot, cold, list, write, order…
+	fault   string        // the fault staged when it was sent, "" for none
 }
 
 // minuteStats counts the requests sent in one minute of the soak.
@@ -36,16 +39,20 @@ type minuteStats struct {
 type book struct {
 	mu    sync.Mutex
 	start time.Time
+	last  int // the run's last minute (0-based)
 	mins  []*minuteStats
 }
 
-func newBook(start time.Time) *book { return &book{start: start} }
+func newBook(start time.Time, d time.Duration) *book {
+	return &book{start: start, last: max(0, int((d-1)/time.Minute))}
+}
 
-// add records o under the minute in which its request was sent.
+// add records o under the minute in which its request was sent (an order
+// retried after the run's end under its last).
 func (b *book) add(sent time.Time, o outcome) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m := int(sent.Sub(b.start) / time.Minute)
+	m := min(int(sent.Sub(b.start)/time.Minute), b.last)
 	for len(b.mins) <= m {
 		b.mins = append(b.mins, &minuteStats{Status: map[string]int{}, Causes: map[string]int{}})
 	}
@@ -58,7 +65,7 @@ func (b *book) add(sent time.Time, o outcome) {
 	case o.status != 0:
 		s.Status[strconv.Itoa(o.status)]++
 		if o.status >= 500 {
-			s.Causes[strconv.Itoa(o.status)+" "+errorText(o.body)]++
+			s.Causes[cause(o, fmt.Sprintf("%d %q", o.status, errorText(o.body)))]++
 			if o.status != 503 {
 				s.ServerErr++
 			}
@@ -67,7 +74,7 @@ func (b *book) add(sent time.Time, o outcome) {
 		s.Cut++
 	default:
 		s.Unanswered++
-		s.Causes["no answer: "+o.err]++
+		s.Causes[cause(o, "no answer: "+o.err)]++
 	}
 }
 
@@ -84,6 +91,16 @@ func (b *book) minutes() []minuteStats {
 		out[i].lat = nil
 	}
 	return out
+}
+
+// cause names a failure with the request's kind and the fault staged
+// when it was sent.
+func cause(o outcome, what string) string {
+	during := "no fault"
+	if o.fault != "" {
+		during = o.fault
+	}
+	return fmt.Sprintf("%s on %s during %s", what, o.kind, during)
 }
 
 // errorText is the "error" of a JSON error body, or its first bytes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -78,7 +79,7 @@ func faultPeriod(d time.Duration) time.Duration {
 
 // rotate stages one fault per period, each held for 40 % of it (the rest
 // is recovery), from one period after the start until the end is near.
-func (s *soak) rotate(ctx context.Context, d time.Duration, mu *sync.Mutex, events *[]faultEvent) {
+func (s *soak) rotate(ctx context.Context, d time.Duration, now *atomic.Pointer[string], mu *sync.Mutex, events *[]faultEvent) {
 	period := faultPeriod(d)
 	for i := 0; ; i++ {
 		at := s.start.Add(time.Duration(i+1) * period)
@@ -87,7 +88,9 @@ func (s *soak) rotate(ctx context.Context, d time.Duration, mu *sync.Mutex, even
 		}
 		f := soakFaults[i%len(soakFaults)]
 		t0 := time.Now()
+		now.Store(&f.name)
 		err := f.run(ctx, s, period*2/5)
+		now.Store(nil)
 		ev := faultEvent{Name: f.name, AtMin: t0.Sub(s.start).Minutes(), Secs: time.Since(t0).Seconds()}
 		if err != nil {
 			ev.Err = err.Error()

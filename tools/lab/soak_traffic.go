@@ -24,6 +24,7 @@ type traffic struct {
 	apiKey string
 	prefix string // of every Idempotency-Key this soak sends
 	rate   float64
+	fault  atomic.Pointer[string] // the fault staged now (nil: none)
 	seq    atomic.Int64
 	wg     sync.WaitGroup
 }
@@ -70,19 +71,19 @@ func pickKind(r int) string {
 func (t *traffic) one(ctx context.Context, kind string) {
 	switch kind {
 	case "hot":
-		t.send(ctx, -1, "GET", fmt.Sprintf("/products/%d", 1+rand.IntN(10)), "", nil)
+		t.send(ctx, kind, -1, "GET", fmt.Sprintf("/products/%d", 1+rand.IntN(10)), "", nil)
 	case "cold":
-		t.send(ctx, -1, "GET", fmt.Sprintf("/products/%d", 1+rand.IntN(1000)), "", nil)
+		t.send(ctx, kind, -1, "GET", fmt.Sprintf("/products/%d", 1+rand.IntN(1000)), "", nil)
 	case "unknown":
-		t.send(ctx, -1, "GET", fmt.Sprintf("/products/%d", 100_000+rand.IntN(1000)), "", nil)
+		t.send(ctx, kind, -1, "GET", fmt.Sprintf("/products/%d", 100_000+rand.IntN(1000)), "", nil)
 	case "list":
-		t.send(ctx, -1, "GET", fmt.Sprintf("/products?limit=20&after=%d", rand.IntN(980)), "", nil)
+		t.send(ctx, kind, -1, "GET", fmt.Sprintf("/products?limit=20&after=%d", rand.IntN(980)), "", nil)
 	case "report":
-		t.send(ctx, -1, "GET", "/reports/top-products", "", nil)
+		t.send(ctx, kind, -1, "GET", "/reports/top-products", "", nil)
 	case "write":
 		id := 901 + rand.IntN(100)
 		body := fmt.Sprintf(`{"name":"Product %d rev %d","price_cents":%d}`, id, t.seq.Add(1), 100+rand.IntN(9900))
-		t.send(ctx, -1, "PUT", fmt.Sprintf("/products/%d", id), body, http.Header{"Authorization": {"Bearer " + t.apiKey}})
+		t.send(ctx, kind, -1, "PUT", fmt.Sprintf("/products/%d", id), body, http.Header{"Authorization": {"Bearer " + t.apiKey}})
 	case "order":
 		t.order(ctx)
 	}
@@ -100,7 +101,7 @@ func (t *traffic) order(ctx context.Context) {
 	hdr := http.Header{"Idempotency-Key": {key}}
 	last := -1
 	for attempt := range 8 {
-		o, slot := t.send(ctx, last, "POST", "/orders", body, hdr)
+		o, slot := t.send(ctx, "order", last, "POST", "/orders", body, hdr)
 		last = slot
 		switch {
 		case o.status == http.StatusCreated:
@@ -126,11 +127,15 @@ func (t *traffic) order(ctx context.Context) {
 
 // send makes one request to a live instance (not slot not, if another is
 // up) and books its outcome under the minute it was sent.
-func (t *traffic) send(ctx context.Context, not int, method, path, body string, hdr http.Header) (outcome, int) {
+func (t *traffic) send(ctx context.Context, kind string, not int, method, path, body string, hdr http.Header) (outcome, int) {
 	slot, base, gen := t.fleet.pick(not)
 	sent := time.Now()
+	fault := t.fault.Load()
 	o := t.do(ctx, method, base+path, body, hdr)
-	o.latency = time.Since(sent)
+	o.latency, o.kind = time.Since(sent), kind
+	if fault != nil {
+		o.fault = *fault
+	}
 	if o.status == 0 && t.fleet.killedSince(slot, gen) {
 		o.killed = true
 	}
