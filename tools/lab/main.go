@@ -198,8 +198,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer l.redisProxy.Close()
-	fmt.Fprintf(stdout, "stampede-guard lab: %d instances × %d requests, %s on the database link, binary %s\n",
-		*instances, *perInstance, *delay, *bin)
+	if *soakFor == 0 {
+		fmt.Fprintf(stdout, "stampede-guard lab: %d instances × %d requests, %s on the database link, binary %s\n",
+			*instances, *perInstance, *delay, *bin)
+	}
 	fmt.Fprintf(stdout, "PostgreSQL %s (%d other sessions connected), Redis %s db %d, logs in %s\n\n",
 		pgHost, busy, *redisAddr, redisDB, logDir)
 

@@ -18,7 +18,7 @@ type outcome struct {
 	killed  bool          // sent to an instance the soak SIGKILLed before it answered
 	latency time.Duration // until the answer, or the error
 	kind    string        // of request: hot, cold, list, write, order…
-	fault   string        // the fault staged when it was sent, "" for none
+	fault   string        // the fault staged (or recovered from) when it was sent, "" before the first
 }
 
 // minuteStats counts the requests sent in one minute of the soak.
@@ -96,7 +96,7 @@ func (b *book) minutes() []minuteStats {
 // cause names a failure with the request's kind and the fault staged
 // when it was sent.
 func cause(o outcome, what string) string {
-	during := "no fault"
+	during := "no fault yet"
 	if o.fault != "" {
 		during = o.fault
 	}

@@ -23,8 +23,8 @@ func TestBookClassifies(t *testing.T) {
 		{"503 during a fault", 30 * time.Second, outcome{status: 503, body: `{"error":"retry later"}`, kind: "cold", fault: "redis down"}, 0, 0, 0, 0,
 			`503 "retry later" on cold during redis down`},
 		{"500", 61 * time.Second, outcome{status: 500, body: `{"error":"internal error"}`, kind: "order"}, 1, 1, 0, 0,
-			`500 "internal error" on order during no fault`},
-		{"client timeout", 61 * time.Second, outcome{err: "client timeout", kind: "hot"}, 1, 0, 1, 0, "no answer: client timeout on hot during no fault"},
+			`500 "internal error" on order during no fault yet`},
+		{"client timeout", 61 * time.Second, outcome{err: "client timeout", kind: "hot"}, 1, 0, 1, 0, "no answer: client timeout on hot during no fault yet"},
 		{"cut by a kill", 61 * time.Second, outcome{err: "EOF", killed: true}, 1, 0, 0, 1, ""},
 		{"late retry", 200 * time.Second, outcome{status: 201}, 2, 0, 0, 0, ""},
 	}

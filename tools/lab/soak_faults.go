@@ -90,7 +90,8 @@ func (s *soak) rotate(ctx context.Context, d time.Duration, now *atomic.Pointer[
 		t0 := time.Now()
 		now.Store(&f.name)
 		err := f.run(ctx, s, period*2/5)
-		now.Store(nil)
+		after := "recovery from " + f.name // until the next fault
+		now.Store(&after)
 		ev := faultEvent{Name: f.name, AtMin: t0.Sub(s.start).Minutes(), Secs: time.Since(t0).Seconds()}
 		if err != nil {
 			ev.Err = err.Error()

@@ -37,7 +37,9 @@ func (r *soakReport) write(w io.Writer, dir string) error {
 	t := totals(r.Mins)
 	fmt.Fprintf(w, "\ntotal: %d requests, %d 2xx, answers by status %s, %d unanswered, %d cut by a SIGKILL (expected), max latency %s\n",
 		t.Requests, t.OK, statusSummary(t.Status), t.Unanswered, t.Cut, fmtMs(t.MaxMs))
-	for _, k := range slices.Sorted(maps.Keys(t.Causes)) {
+	causes := slices.Sorted(maps.Keys(t.Causes))
+	slices.SortStableFunc(causes, func(a, b string) int { return t.Causes[b] - t.Causes[a] })
+	for _, k := range causes {
 		fmt.Fprintf(w, "  %6d × %s\n", t.Causes[k], k)
 	}
 	o := r.Orders
