@@ -78,20 +78,7 @@ func (l *Lab) runSoak(ctx context.Context, d time.Duration, rate float64, out st
 	var samples []soakSample
 	wg.Go(func() { t.run(ctx, d) })
 	wg.Go(func() { s.rotate(ctx, d, &t.fault, &mu, &events) })
-	wg.Go(func() {
-		for at := s.start; ; at = at.Add(soakSampleEvery) {
-			if sleepCtx(ctx, time.Until(at)) != nil || time.Since(s.start) > d+time.Second {
-				return
-			}
-			sm := soakSample{AtMin: time.Since(s.start).Minutes()}
-			for i := range soakInstances {
-				sm.Inst = append(sm.Inst, sampleInstance(ctx, s.fleet, i, redisPort))
-			}
-			mu.Lock()
-			samples = append(samples, sm)
-			mu.Unlock()
-		}
-	})
+	wg.Go(func() { s.sampleEvery(ctx, d, redisPort, &mu, &samples) })
 	wg.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -101,18 +88,8 @@ func (l *Lab) runSoak(ctx context.Context, d time.Duration, rate float64, out st
 	if err != nil {
 		return err
 	}
-	mins := t.book.minutes()
-	rep := soakReport{Minutes: d.Minutes(), Rate: rate, Mins: mins, Samples: samples, Faults: events, Orders: oc}
-	tot := totals(mins)
-	o := soakOutcome{Minutes: d.Minutes(), ServerErrors: tot.ServerErr, Unanswered: tot.Unanswered,
-		Lost: oc.Lost, Duplicated: oc.Duplicated}
-	o.RSS, o.Gor, o.FD = lives(samples)
-	rep.Verdict = verdict(o)
-	for _, e := range events {
-		if e.Err != "" {
-			rep.Verdict = append(rep.Verdict, fmt.Sprintf("fault %q at %.1f min was not staged: %s", e.Name, e.AtMin, e.Err))
-		}
-	}
+	rep := soakReport{Minutes: d.Minutes(), Rate: rate, Mins: t.book.minutes(), Samples: samples, Faults: events, Orders: oc}
+	rep.judge()
 	if err := rep.write(l.stdout, out); err != nil {
 		return err
 	}
@@ -120,6 +97,37 @@ func (l *Lab) runSoak(ctx context.Context, d time.Duration, rate float64, out st
 		return errors.New("soak failed")
 	}
 	return nil
+}
+
+// sampleEvery samples every instance each soakSampleEvery until the run ends.
+func (s *soak) sampleEvery(ctx context.Context, d time.Duration, redisPort int, mu *sync.Mutex, samples *[]soakSample) {
+	for at := s.start; ; at = at.Add(soakSampleEvery) {
+		if sleepCtx(ctx, time.Until(at)) != nil || time.Since(s.start) > d+time.Second {
+			return
+		}
+		sm := soakSample{AtMin: time.Since(s.start).Minutes()}
+		for i := range soakInstances {
+			sm.Inst = append(sm.Inst, sampleInstance(ctx, s.fleet, i, redisPort))
+		}
+		mu.Lock()
+		*samples = append(*samples, sm)
+		mu.Unlock()
+	}
+}
+
+// judge fills in the verdict: the rules of verdict, and every fault that
+// could not be staged.
+func (r *soakReport) judge() {
+	tot := totals(r.Mins)
+	o := soakOutcome{Minutes: r.Minutes, ServerErrors: tot.ServerErr, Unanswered: tot.Unanswered,
+		Lost: r.Orders.Lost, Duplicated: r.Orders.Duplicated}
+	o.RSS, o.Gor, o.FD = lives(r.Samples)
+	r.Verdict = verdict(o)
+	for _, e := range r.Faults {
+		if e.Err != "" {
+			r.Verdict = append(r.Verdict, fmt.Sprintf("fault %q at %.1f min was not staged: %s", e.Name, e.AtMin, e.Err))
+		}
+	}
 }
 
 // lives splits the samples into one series per instance process for RSS,

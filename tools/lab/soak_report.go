@@ -15,25 +15,7 @@ import (
 // write prints the per-minute table, the totals and the verdict, and
 // writes soak.json and soak.svg into dir.
 func (r *soakReport) write(w io.Writer, dir string) error {
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| min | requests | 2xx | 4xx | 503 | other 5xx | unanswered | cut by kill | p99 ms | faults begun | RSS MiB | RSS slope MiB/min | goroutines | open fds | pool conns | Redis conns |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for m, st := range r.Mins {
-		in := r.minuteSamples(m)
-		four := 0
-		for k, v := range st.Status {
-			if strings.HasPrefix(k, "4") {
-				four += v
-			}
-		}
-		fmt.Fprintf(w, "| %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			m+1, st.Requests, st.OK, four, st.Status["503"], st.ServerErr, st.Unanswered, st.Cut, fmtMs(st.P99Ms),
-			r.faultsIn(m), perInst(in, func(s instSample) float64 { return float64(s.RSSMiB) }, "%.0f"),
-			r.rssSlopes(m), perInst(in, func(s instSample) float64 { return float64(s.Goroutines) }, "%.0f"),
-			perInst(in, func(s instSample) float64 { return float64(s.FDs) }, "%.0f"),
-			perInst(in, func(s instSample) float64 { return float64(s.PoolConns) }, "%.0f"),
-			perInst(in, func(s instSample) float64 { return float64(s.RedisConns) }, "%.0f"))
-	}
+	r.printTable(w)
 	t := totals(r.Mins)
 	fmt.Fprintf(w, "\ntotal: %d requests, %d 2xx, answers by status %s, %d unanswered, %d cut by a SIGKILL (expected), max latency %s\n",
 		t.Requests, t.OK, statusSummary(t.Status), t.Unanswered, t.Cut, fmtMs(t.MaxMs))
@@ -76,6 +58,29 @@ func (r *soakReport) write(w io.Writer, dir string) error {
 	}
 	fmt.Fprintf(w, "wrote %s, %s\n", filepath.Join(dir, "soak.json"), filepath.Join(dir, "soak.svg"))
 	return f.Close()
+}
+
+// printTable prints one Markdown row a minute.
+func (r *soakReport) printTable(w io.Writer) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| min | requests | 2xx | 4xx | 503 | other 5xx | unanswered | cut by kill | p99 ms | faults begun | RSS MiB | RSS slope MiB/min | goroutines | open fds | pool conns | Redis conns |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for m, st := range r.Mins {
+		in := r.minuteSamples(m)
+		four := 0
+		for k, v := range st.Status {
+			if strings.HasPrefix(k, "4") {
+				four += v
+			}
+		}
+		fmt.Fprintf(w, "| %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			m+1, st.Requests, st.OK, four, st.Status["503"], st.ServerErr, st.Unanswered, st.Cut, fmtMs(st.P99Ms),
+			r.faultsIn(m), perInst(in, func(s instSample) float64 { return float64(s.RSSMiB) }, "%.0f"),
+			r.rssSlopes(m), perInst(in, func(s instSample) float64 { return float64(s.Goroutines) }, "%.0f"),
+			perInst(in, func(s instSample) float64 { return float64(s.FDs) }, "%.0f"),
+			perInst(in, func(s instSample) float64 { return float64(s.PoolConns) }, "%.0f"),
+			perInst(in, func(s instSample) float64 { return float64(s.RedisConns) }, "%.0f"))
+	}
 }
 
 // minuteSamples is the last sample taken in minute m (0-based), per instance.
