@@ -17,7 +17,7 @@ SKIPPED_CHECKS_FILE := $(CURDIR)/bin/skipped-checks
 export SKIPPED_CHECKS_FILE
 
 .DEFAULT_GOAL := build
-.PHONY: help build run test vet bench lint services lab lab-scale fuzz security k6 rename
+.PHONY: help build run test vet bench lint services lab lab-scale soak fuzz security k6 rename
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -84,6 +84,17 @@ lab: build services ## run the lab's experiments (Redis db 10: empty, or the lab
 # minute or two, so the default lab stops at a million).
 lab-scale: build services ## the catalogue experiment at 1 000, 1 000 000 and 10 000 000 products
 	$(GO) run ./tools/lab -only catalogue -catalogue 1000,1000000,10000000 -out lab-results/scale -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
+
+# The soak (docs/operations.md, "Soak"): three instances of bin/api under a
+# mixed open-loop load (hot and cold reads, lists, writes, orders with
+# Idempotency-Key, reports) while faults rotate (database latency, resets
+# and a restart stand-in, Redis down, an instance SIGKILLed and restarted);
+# a per-minute table, soak-results/soak.svg, and a verdict that fails on a
+# 5xx other than 503, an unanswered request, a lost or duplicated order, or
+# RSS, goroutines or fds still climbing in the second half. CI runs SOAK=3m.
+SOAK ?= 30m
+soak: build services ## soak 3 instances under mixed load and rotating faults for SOAK (default 30m)
+	$(GO) run ./tools/lab -soak $(SOAK) -out soak-results -pg "$(DATABASE_URL)" -redis "$(REDIS_URL)"
 
 # The k6 scripts of tools/loadtest, each against bin/api started with the
 # settings its README row names (on an empty cache of its own), or against

@@ -39,7 +39,7 @@ func TestMakefileTargetsDocumented(t *testing.T) {
 			t.Errorf("target %s is not .PHONY", m[1])
 		}
 	}
-	for _, want := range []string{"help", "build", "run", "test", "lint", "lab", "fuzz", "security"} {
+	for _, want := range []string{"help", "build", "run", "test", "lint", "lab", "soak", "fuzz", "security"} {
 		if !targets[want] {
 			t.Errorf("no target %s", want)
 		}

@@ -137,6 +137,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	only := fs.String("only", "", "run only these experiments (comma-separated): "+strings.Join(names, ", "))
 	bin := fs.String("bin", "bin/api", "service binary (go build -o bin/api .)")
 	pgURL := fs.String("pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL: the lab makes databases of its own on this server, through its maintenance database postgres")
+	soakFor := fs.Duration("soak", 0, "instead of the experiments, soak 3 instances for this long under a mixed load with rotating faults (soak.go)")
+	soakRate := fs.Float64("soak-rate", 200, "requests per second of the soak's load")
 	redisAddr := fs.String("redis", "127.0.0.1:6379", "Redis host:port or redis:// URL (the lab always uses logical database 10)")
 	catalogue := fs.String("catalogue", "1000,1000000", "product counts of the catalogue experiment (comma-separated; make lab-scale adds 10000000)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -210,8 +212,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer l.redisProxy.Close()
-	fmt.Fprintf(stdout, "stampede-guard lab: %d instances × %d requests, %s on the database link, binary %s\n",
-		*instances, *perInstance, *delay, *bin)
+	if *soakFor == 0 {
+		fmt.Fprintf(stdout, "stampede-guard lab: %d instances × %d requests, %s on the database link, binary %s\n",
+			*instances, *perInstance, *delay, *bin)
+	}
 	fmt.Fprintf(stdout, "PostgreSQL %s (%d other sessions connected), Redis %s db %d, logs in %s\n\n",
 		pgHost, busy, *redisAddr, redisDB, logDir)
 
@@ -224,6 +228,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		// The lab's Redis database, left empty but for its mark.
 		_ = flushRedis(context.Background(), l.rdb)
 	}()
+
+	if *soakFor > 0 {
+		return l.runSoak(ctx, *soakFor, *soakRate, *out)
+	}
 
 	// ---- Experiments ---------------------------------------------------------
 	report := &Report{Started: begin.UTC().Format(time.RFC3339), Instances: *instances,

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// instSample is one instance at one moment; NaN where it could not be read
+// (the instance was down).
+type instSample struct {
+	Life       int   `json:"life"` // 1 for the first process of the slot, 2 after one restart…
+	RSSMiB     gauge `json:"rss_mib"`
+	Goroutines gauge `json:"goroutines"`
+	FDs        gauge `json:"open_fds"`
+	PoolConns  gauge `json:"pool_conns"`  // main + reports pools, acquired + idle
+	RedisConns gauge `json:"redis_conns"` // TCP connections to the Redis link
+}
+
+// gauge is a sampled figure: NaN when it could not be read, null in JSON.
+type gauge float64
+
+func (g gauge) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(g)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(g))
+}
+
+func (g *gauge) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*g = gauge(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(g))
+}
+
+// soakSample is every instance at one moment.
+type soakSample struct {
+	AtMin float64      `json:"at_min"`
+	Inst  []instSample `json:"instances"`
+}
+
+// sampleInstance reads slot's RSS from /proc, its goroutines, fds and pool
+// connections from /metrics, and counts its sockets connected to the Redis
+// link (redisPort): the app exports no Redis pool gauge.
+func sampleInstance(ctx context.Context, f *fleet, slot, redisPort int) instSample {
+	nan := gauge(math.NaN())
+	s := instSample{RSSMiB: nan, Goroutines: nan, FDs: nan, PoolConns: nan, RedisConns: nan}
+	pid, life, base := f.pid(slot)
+	s.Life = life
+	if pid == 0 {
+		return s
+	}
+	if kb, err := vmRSS(pid); err == nil {
+		s.RSSMiB = gauge(kb / 1024)
+	}
+	if m, err := scrape(ctx, base, ""); err == nil {
+		s.Goroutines, s.FDs = gauge(m["go_goroutines"]), gauge(m["process_open_fds"])
+		s.PoolConns = 0
+		for k, v := range m {
+			if strings.HasPrefix(k, "stampede_db_pool_connections{") &&
+				(strings.Contains(k, `state="acquired"`) || strings.Contains(k, `state="idle"`)) {
+				s.PoolConns += gauge(v)
+			}
+		}
+	}
+	if n, err := socketsTo(pid, redisPort); err == nil {
+		s.RedisConns = gauge(n)
+	}
+	return s
+}
+
+// vmRSS is the VmRSS line of /proc/<pid>/status, in kB.
+func vmRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				return strconv.ParseFloat(f[0], 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
+}
+
+// socketsTo counts pid's established TCP sockets whose remote port is port:
+// the inodes of its socket fds, matched in /proc/<pid>/net/tcp and tcp6.
+func socketsTo(pid, port int) (int, error) {
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		return 0, err
+	}
+	inodes := map[string]bool{}
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join(fdDir, e.Name()))
+		if ino, ok := strings.CutPrefix(target, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(ino, "]")] = true
+		}
+	}
+	n := 0
+	for _, file := range []string{"tcp", "tcp6"} {
+		fh, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, file))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+			f := strings.Fields(sc.Text())
+			if len(f) < 10 || f[3] != "01" || !inodes[f[9]] {
+				continue
+			}
+			_, rem, _ := strings.Cut(f[2], ":")
+			if p, err := strconv.ParseInt(rem, 16, 32); err == nil && int(p) == port {
+				n++
+			}
+		}
+		fh.Close()
+	}
+	return n, nil
+}
