@@ -177,8 +177,15 @@ type Config struct {
 	// its envelope and its key name (entry.go): a value that does not
 	// verify — planted by anyone who can write to Redis, copied from
 	// another key, or written without the key — is a miss, replaced by a
-	// load. All instances must share it. The Cache keeps its own copy.
+	// load. It also signs the versions fill signals carry (floor.go). All
+	// instances must share it. The Cache keeps its own copy.
 	SigningKey []byte
+	// Version, when set, gives a loaded value's version (e.g. its row's
+	// updated_at in microseconds; greater is newer). It is stored in the
+	// signed envelope, and an entry older than a version this instance has
+	// seen for its key (its own writes, fill signals, reads) is refused as
+	// a replay and reloaded (floor.go). Nil: no replay check.
+	Version func(value []byte) uint64
 
 	// pollFirst is a waiter's first poll interval (default pollStart);
 	// tests that must tell a signal's wake-up from a poll's push it past
