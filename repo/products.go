@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +25,15 @@ type Products struct {
 	known *knownIDs   // nil: no penetration defence (FilterUnknownIDs)
 	reads readCounter // nil: reads not counted (CountReads)
 	seen  verified    // payloads already verified, so a hot read skips decoding
+	// refused counts cached payloads that failed verification (each one
+	// deleted and reloaded): RefusedEntries.
+	refused atomic.Int64
 }
+
+// RefusedEntries counts the cached payloads Get refused (not a product,
+// another product's, not canonical, or breaking an invariant), each one
+// deleted and reloaded rather than served.
+func (p *Products) RefusedEntries() int64 { return p.refused.Load() }
 
 // NewProducts wires the products repository.
 func NewProducts(pool *db.Pool, c *cache.Cache, log *slog.Logger) *Products {
@@ -85,6 +94,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	}
 	pr, bad := p.seen.check(res, id)
 	if bad != nil {
+		p.refused.Add(1)
 		p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
 		if err := p.cache.Invalidate(ctx, key); err != nil {
 			p.log.Warn("could not delete the bad entry", "product", id, "err", err)
@@ -191,8 +201,10 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 }
 
 // Update replaces a product's name and price (and adjusts its stock, if
-// asked), then
-// refreshes the cached entry on every instance. With in.IfMatch the row is
+// asked), then refreshes the cached entry on every instance. updated_at
+// moves strictly forward, even when a transaction that started earlier
+// commits later: it is the cached entry's version (EntryVersion), and an
+// entry older than one already seen is refused as a replay. With in.IfMatch the row is
 // locked, its version compared and the update made in one transaction, so
 // of two editors holding the same ETag exactly one wins.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
@@ -205,7 +217,8 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 				}
 			}
 			return tx.QueryRow(ctx,
-				`UPDATE products SET name = $2, price_cents = $3, stock = stock + COALESCE($4, 0), updated_at = now()
+				`UPDATE products SET name = $2, price_cents = $3, stock = stock + COALESCE($4, 0),
+				     updated_at = GREATEST(now(), updated_at + interval '1 microsecond')
 				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.StockDelta,
 			).Scan(pr.fields()...)
 		})

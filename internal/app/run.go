@@ -97,7 +97,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	defer d.close()
 	m := newMetrics(d.cache, d.pools(), d.breakers())
-	m.reg.MustRegister(hotKeysCollector{d.hot})
+	m.reg.MustRegister(hotKeysCollector{d.hot}, refusedPayloads(d.products))
 	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
 	if err != nil {
 		return err
