@@ -146,6 +146,9 @@ func TestMigrateOnStartOff(t *testing.T) {
 	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
 	mustCLI(t, env["DATABASE_URL"], "migrate", "down")
 	env["MIGRATE_ON_START"] = "false"
+	// The newest migration holds the generated cache signing key: without
+	// it the app refuses to start unless a key is configured.
+	env["CACHE_SIGNING_KEY"] = "a configured key of at least 32 bytes"
 	a := launchApp(t, env)
 	base := a.waitListening()
 	if recs := a.logs.records("migration applied"); len(recs) != 0 {
@@ -184,6 +187,6 @@ func TestNoArgumentsServes(t *testing.T) {
 	}
 }
 
-// newestTable is created by the newest migration (00003_api_keys.sql): the
+// newestTable is created by the newest migration (00004_cache_signing_key.sql): the
 // one `migrate down` removes.
-const newestTable = "api_keys"
+const newestTable = "cache_signing_key"
