@@ -25,15 +25,8 @@ type Products struct {
 	known *knownIDs   // nil: no penetration defence (FilterUnknownIDs)
 	reads readCounter // nil: reads not counted (CountReads)
 	seen  verified    // payloads already verified, so a hot read skips decoding
-	// refused counts cached payloads that failed verification (each one
-	// deleted and reloaded): RefusedEntries.
-	refused atomic.Int64
+	refused atomic.Int64 // cached payloads that failed verification (RefusedEntries)
 }
-
-// RefusedEntries counts the cached payloads Get refused (not a product,
-// another product's, not canonical, or breaking an invariant), each one
-// deleted and reloaded rather than served.
-func (p *Products) RefusedEntries() int64 { return p.refused.Load() }
 
 // NewProducts wires the products repository.
 func NewProducts(pool *db.Pool, c *cache.Cache, log *slog.Logger) *Products {
@@ -201,12 +194,12 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 }
 
 // Update replaces a product's name and price (and adjusts its stock, if
-// asked), then refreshes the cached entry on every instance. updated_at
-// moves strictly forward, even when a transaction that started earlier
-// commits later: it is the cached entry's version (EntryVersion), and an
-// entry older than one already seen is refused as a replay. With in.IfMatch the row is
-// locked, its version compared and the update made in one transaction, so
-// of two editors holding the same ETag exactly one wins.
+// asked), then refreshes the cached entry on every instance. With
+// in.IfMatch the row is locked, its version compared and the update made
+// in one transaction, so of two editors holding the same ETag exactly one
+// wins. updated_at moves strictly forward, even when a transaction that
+// started earlier commits later: it is the cached entry's version
+// (EntryVersion), below which an entry is refused as a replay.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
 	err := p.with(ctx, func(conn db.Conn) error {

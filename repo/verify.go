@@ -44,6 +44,11 @@ func verify(res cache.Result, id int64) (Product, error) {
 	return pr, nil
 }
 
+// RefusedEntries counts the cached payloads Get refused (not a product,
+// another product's, not canonical, or breaking an invariant), each one
+// deleted and reloaded rather than served.
+func (p *Products) RefusedEntries() int64 { return p.refused.Load() }
+
 // maxNameChars is the database's bound on a product name
 // (migrations/00001_products.sql: length(name) BETWEEN 1 AND 200).
 const maxNameChars = 200
