@@ -19,12 +19,12 @@ import (
 // Products reads and writes products. Reads of one product go through the
 // cache, whose mode decides how many database queries a hot key costs.
 type Products struct {
-	pool  *db.Pool
-	cache *cache.Cache
-	log   *slog.Logger
-	known *knownIDs   // nil: no penetration defence (FilterUnknownIDs)
-	reads readCounter // nil: reads not counted (CountReads)
-	seen  verified    // payloads already verified, so a hot read skips decoding
+	pool    *db.Pool
+	cache   *cache.Cache
+	log     *slog.Logger
+	known   *knownIDs    // nil: no penetration defence (FilterUnknownIDs)
+	reads   readCounter  // nil: reads not counted (CountReads)
+	seen    verified     // payloads already verified, so a hot read skips decoding
 	refused atomic.Int64 // cached payloads that failed verification (RefusedEntries)
 }
 
