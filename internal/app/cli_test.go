@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
@@ -184,6 +185,22 @@ func TestNoArgumentsServes(t *testing.T) {
 	addr, _ := logs.records("listening")[0]["addr"].(string)
 	if resp, raw := call(t, "GET", "http://"+addr+"/healthz", nil, ""); resp.StatusCode != 200 {
 		t.Errorf("GET /healthz: %d %s", resp.StatusCode, raw)
+	}
+}
+
+// TestStartNeedsTheSigningKey: with MIGRATE_ON_START=false, no
+// CACHE_SIGNING_KEY and the key's table not migrated yet, the app refuses
+// to start, saying what to do, rather than serve unsigned entries.
+func TestStartNeedsTheSigningKey(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t, map[string]string{"MIGRATE_ON_START": "false", "HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "off"})
+	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
+	mustCLI(t, env["DATABASE_URL"], "migrate", "down") // drops cache_signing_key
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, envOf(env), &logCapture{})
+	if err == nil || !strings.Contains(err.Error(), "CACHE_SIGNING_KEY") {
+		t.Fatalf("run: got %v, want a refusal naming CACHE_SIGNING_KEY", err)
 	}
 }
 
