@@ -22,7 +22,7 @@ import (
 const signingKeySize = 32
 
 // CacheSigningKey returns the fleet's cache signing key, kept in
-// PostgreSQL (migrations/00004_cache_signing_key.sql), making it on the
+// PostgreSQL (migrations/00005_cache_signing_key.sql), making it on the
 // first call: every instance proposes a random key, the first insert wins
 // (ON CONFLICT DO NOTHING) and every instance then reads the one stored.
 // The two statements run apart on purpose: the SELECT takes a snapshot of
