@@ -82,6 +82,7 @@ type Cache struct {
 	outage    outageLog       // rate limit of the per-request outage warnings
 	corrupt   sync.Map        // keys whose corrupt value was already logged
 	static    map[string]bool // Config.Static, namespaced; read-only after New
+	floors    *floors         // per-key version floors; nil without Config.Version
 }
 
 // New builds a Cache and, when L1 is on, subscribes to the invalidation
@@ -103,6 +104,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		static:    make(map[string]bool, len(cfg.Static)),
 		elsewhere: newElsewhere(),
 		tracer:    newTracer(cfg.TracerProvider),
+	}
+	if cfg.Version != nil {
+		c.floors = newFloors(floorSize)
 	}
 	for _, k := range cfg.Static {
 		c.static[c.named(k)] = true

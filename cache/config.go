@@ -181,11 +181,15 @@ type Config struct {
 	// seconds; negative turns it off (such values live for L1TTL). Needs L1.
 	OutageTTL time.Duration
 	// SigningKey, when set, makes every entry carry an HMAC-SHA256 over
-	// its envelope and its key name (entry.go): a value that does not
-	// verify — planted by anyone who can write to Redis, copied from
-	// another key, or written without the key — is a miss, replaced by a
-	// load. All instances must share it. The Cache keeps its own copy.
+	// its envelope and key name (entry.go), and signs the versions fill
+	// signals carry: a value that does not verify (planted, copied from
+	// another key, written without the key) is a miss, replaced by a load.
+	// All instances must share it. The Cache keeps its own copy.
 	SigningKey []byte
+	// Version, when set, is a loaded value's version (greater is newer),
+	// kept in the signed envelope: an entry older than a version seen for
+	// its key is refused as a replay (floor.go). Nil: no replay check.
+	Version func(value []byte) uint64
 
 	// pollFirst is a waiter's first poll interval (default pollStart);
 	// tests that must tell a signal's wake-up from a poll's push it past

@@ -30,7 +30,7 @@ func TestDoubleCheckReadsTheEntry(t *testing.T) {
 	t.Cleanup(func() { _ = c.Invalidate(ctx, "{k}") })
 	// Several rounds: a double-check that read a random key would pick a
 	// stale copy two times in three, so ten rounds leave it no chance.
-	old := Entry{Value: []byte("old"), SoftExpiry: time.Now().Add(-time.Second)}.encode()
+	old := Entry{Value: []byte("old"), SoftExpiry: time.Now().Add(-time.Second), HardExpiry: time.Now().Add(time.Minute)}.encode()
 	copies := c.copyKeys(ns + "{k}")
 	for round := range 10 {
 		for _, k := range copies {

@@ -26,6 +26,14 @@ type Entry struct {
 	SoftExpiry time.Time
 	// Delta is how long the load that produced the value took (XFetch).
 	Delta time.Duration
+	// HardExpiry is when Redis drops the entry (its TTL when written). It
+	// is part of the envelope, so an entry Redis keeps longer — PERSIST, a
+	// key planted without a TTL — is still refused after it (bounds.go).
+	HardExpiry time.Time
+	// Version orders the values of one key (Config.Version); an entry
+	// older than a version this instance has seen for its key is refused
+	// as a replay (floor.go). Zero for absent entries.
+	Version uint64
 }
 
 // newEntry wraps a loaded value of key with its freshness facts and returns
@@ -38,7 +46,8 @@ func (c *Cache) newEntry(key string, value []byte, absent bool, delta time.Durat
 	if !absent && c.static[key] {
 		// Fresh until the safety TTL, which writes and the repair job keep
 		// pushing back: no read ever finds it stale or missing.
-		return Entry{Value: value, Static: true, SoftExpiry: c.now().Add(c.cfg.StaticTTL), Delta: delta}, c.cfg.StaticTTL
+		until := c.now().Add(c.cfg.StaticTTL)
+		return Entry{Value: value, Static: true, SoftExpiry: until, Delta: delta, HardExpiry: until, Version: c.version(value)}, c.cfg.StaticTTL
 	}
 	soft, hard := c.lifetime(absent), c.cfg.TTL
 	if absent {
@@ -49,11 +58,22 @@ func (c *Cache) newEntry(key string, value []byte, absent bool, delta time.Durat
 	} else {
 		hard = max(jittered, soft+(hard-soft)/2) // keep a stale window
 	}
-	e := Entry{Value: value, Absent: absent, SoftExpiry: c.now().Add(soft), Delta: delta}
+	now := c.now()
+	e := Entry{Value: value, Absent: absent, SoftExpiry: now.Add(soft), Delta: delta, HardExpiry: now.Add(hard)}
 	if absent {
 		e.Value = nil // the envelope of an absent entry has no payload
+	} else {
+		e.Version = c.version(value)
 	}
 	return e, hard
+}
+
+// version is Config.Version of a loaded value, or 0 without one.
+func (c *Cache) version(value []byte) uint64 {
+	if c.cfg.Version == nil {
+		return 0
+	}
+	return c.cfg.Version(value)
 }
 
 // jitter shortens ttl by a random fraction of at most TTLJitter: a
@@ -78,12 +98,15 @@ func (c *Cache) lifetime(absent bool) time.Duration {
 	return c.cfg.SoftTTL
 }
 
-// The envelope is a fixed 20-byte header followed by the payload: compact,
+// The envelope is a fixed 36-byte header (magic, flags, soft expiry, load
+// time, hard expiry, version) followed by the payload: compact,
 // allocation-light, and recognisable, so a foreign value under our key is
-// detected instead of being served.
+// detected instead of being served. Version 2 of the format added the hard
+// expiry and the version: a version-1 entry is refused as corrupt and
+// reloaded once.
 const (
-	envelopeMagic       = "sg\x01"
-	envelopeHeader      = len(envelopeMagic) + 1 + 8 + 8
+	envelopeMagic       = "sg\x02"
+	envelopeHeader      = len(envelopeMagic) + 1 + 8 + 8 + 8 + 8
 	flagAbsent     byte = 1
 	flagStatic     byte = 2
 	// flagSigned: an HMAC-SHA256 tag (macSize bytes) follows the payload.
@@ -103,8 +126,10 @@ func (e Entry) encode() []byte {
 		b[3] |= flagStatic
 	}
 	// Two's-complement reinterpretations, undone exactly by decodeEntry.
-	binary.BigEndian.PutUint64(b[4:], uint64(e.SoftExpiry.UnixMicro())) // #nosec G115 -- lossless round trip
-	binary.BigEndian.PutUint64(b[12:], uint64(e.Delta.Microseconds()))  // #nosec G115 -- lossless round trip
+	binary.BigEndian.PutUint64(b[4:], uint64(e.SoftExpiry.UnixMicro()))  // #nosec G115 -- lossless round trip
+	binary.BigEndian.PutUint64(b[12:], uint64(e.Delta.Microseconds()))   // #nosec G115 -- lossless round trip
+	binary.BigEndian.PutUint64(b[20:], uint64(e.HardExpiry.UnixMicro())) // #nosec G115 -- lossless round trip
+	binary.BigEndian.PutUint64(b[28:], e.Version)
 	return append(b, e.Value...)
 }
 
@@ -118,6 +143,8 @@ func decodeEntry(b []byte) (Entry, error) {
 		Static:     b[3]&flagStatic != 0,
 		SoftExpiry: time.UnixMicro(int64(binary.BigEndian.Uint64(b[4:]))),             // #nosec G115 -- undoes encode's reinterpretation
 		Delta:      time.Duration(binary.BigEndian.Uint64(b[12:])) * time.Microsecond, // #nosec G115 -- undoes encode's reinterpretation
+		HardExpiry: time.UnixMicro(int64(binary.BigEndian.Uint64(b[20:]))),            // #nosec G115 -- undoes encode's reinterpretation
+		Version:    binary.BigEndian.Uint64(b[28:]),
 	}
 	if !e.Absent {
 		e.Value = b[envelopeHeader:]

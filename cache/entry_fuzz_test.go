@@ -12,11 +12,12 @@ import (
 func FuzzOpen(f *testing.F) {
 	signed := &Cache{cfg: Config{SigningKey: []byte("fuzz key, thirty-two bytes long!")}}
 	plain := &Cache{}
-	e := Entry{Value: []byte(`{"id":1}`), SoftExpiry: time.UnixMicro(1_700_000_000_000_000), Delta: time.Millisecond}
+	e := Entry{Value: []byte(`{"id":1}`), SoftExpiry: time.UnixMicro(1_700_000_000_000_000), Delta: time.Millisecond,
+		HardExpiry: time.UnixMicro(1_700_000_060_000_000), Version: 7}
 	f.Add([]byte("k"), signed.seal("k", e), 0)
 	f.Add([]byte("k"), plain.seal("k", e), 3)
 	f.Add([]byte("k"), signed.seal("k", Entry{Absent: true, SoftExpiry: e.SoftExpiry}), 25)
-	f.Add([]byte(""), []byte("sg\x01\x04"), 1)
+	f.Add([]byte(""), []byte("sg\x02\x04"), 1)
 	f.Fuzz(func(t *testing.T, key, b []byte, flip int) {
 		for _, c := range []*Cache{plain, signed} {
 			_, _ = c.open(string(key), b)
@@ -24,14 +25,15 @@ func FuzzOpen(f *testing.F) {
 		if len(b) < envelopeHeader || b[3]&(flagAbsent|flagStatic) == flagAbsent|flagStatic {
 			return
 		}
-		in := Entry{Absent: b[3]&flagAbsent != 0, Static: b[3]&flagStatic != 0, SoftExpiry: e.SoftExpiry, Delta: e.Delta}
+		in := Entry{Absent: b[3]&flagAbsent != 0, Static: b[3]&flagStatic != 0, SoftExpiry: e.SoftExpiry, Delta: e.Delta,
+			HardExpiry: e.HardExpiry, Version: e.Version}
 		if !in.Absent {
 			in.Value = b[envelopeHeader:]
 		}
 		sealed := signed.seal(string(key), in)
 		out, err := signed.open(string(key), sealed)
 		if err != nil || !bytes.Equal(out.Value, in.Value) || out.Absent != in.Absent || out.Static != in.Static ||
-			!out.SoftExpiry.Equal(in.SoftExpiry) || out.Delta != in.Delta {
+			!out.SoftExpiry.Equal(in.SoftExpiry) || out.Delta != in.Delta || !out.HardExpiry.Equal(in.HardExpiry) || out.Version != in.Version {
 			t.Fatalf("round trip of %+v: got %+v, %v", in, out, err)
 		}
 		i := (flip%len(sealed) + len(sealed)) % len(sealed)

@@ -151,7 +151,7 @@ func TestCorruptValueIsAMiss(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := dbtest.NewRedis(t, redisDB)
-	header := func(flag byte) string { return "sg\x01" + string(flag) + string(make([]byte, 16)) }
+	header := func(flag byte) string { return "sg\x02" + string(flag) + string(make([]byte, 32)) }
 	tests := []struct {
 		name, value string
 		mode        cache.Mode
@@ -162,7 +162,8 @@ func TestCorruptValueIsAMiss(t *testing.T) {
 		{"swr, plain string", "hello", cache.ModeSWR},
 		{"xfetch, plain string", "hello", cache.ModeXFetch},
 		{"lock, empty", "", cache.ModeLock},
-		{"lock, truncated header", "sg\x01\x00", cache.ModeLock},
+		{"lock, truncated header", "sg\x02\x00", cache.ModeLock},
+		{"lock, previous format", "sg\x01\x00" + string(make([]byte, 16)) + "x", cache.ModeLock},
 		{"lock, unknown flag", header(4) + "x", cache.ModeLock},
 		{"lock, static and absent at once", header(3), cache.ModeLock},
 		{"lock, absent with payload", header(1) + "x", cache.ModeLock},

@@ -142,14 +142,15 @@ func (l *l1) purge() {
 }
 
 // evictOlder drops key's entry if it is older than a fill elsewhere (its
-// freshness ends before soft). It does not bump the generation: a read
-// racing the fill may still put the old value in for one L1 TTL, the bound
-// L1 promises anyway, while every other key's fills go on undisturbed.
-func (l *l1) evictOlder(key string, soft time.Time) {
+// freshness ends before soft, or its version is below version). It does
+// not bump the generation: a read racing the fill may still put the old
+// value in for one L1 TTL, the bound L1 promises anyway, while every other
+// key's fills go on undisturbed.
+func (l *l1) evictOlder(key string, soft time.Time, version uint64) {
 	if l == nil {
 		return
 	}
-	if e, ok := l.lru.Peek(key); ok && e.entry.SoftExpiry.Before(soft) {
+	if e, ok := l.lru.Peek(key); ok && (e.entry.SoftExpiry.Before(soft) || e.entry.Version < version) {
 		l.lru.Remove(key)
 	}
 }

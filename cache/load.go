@@ -150,7 +150,7 @@ func (c *Cache) release(key string, lock *redislock.Lock) {
 		c.log.Warn("cache: unlock failed", "key", lock.Key(), "err", err)
 		return
 	}
-	c.signal(ctx, key, time.Time{}) // waiters elsewhere may take the lock now
+	c.signal(ctx, key, time.Time{}, 0) // waiters elsewhere may take the lock now
 }
 
 // runLoad calls load and wraps its answer in an Entry; a LoadFunc error other

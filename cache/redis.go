@@ -102,11 +102,11 @@ func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, e
 		return Entry{}, false, fmt.Errorf("cache get %s: %w", key, err)
 	}
 	e, err = c.open(key, b)
+	if err == nil {
+		err = c.admit(key, e, c.now())
+	}
 	if err != nil {
-		c.stats.corrupt.Add(1)
-		if _, seen := c.corrupt.LoadOrStore(key, struct{}{}); !seen {
-			c.log.Warn("cache: ignoring corrupt value", "key", key, "bytes", len(b), "err", err)
-		}
+		c.refused(key, len(b), err)
 		return Entry{}, false, nil
 	}
 	return e, true, nil
@@ -141,6 +141,7 @@ func (c *Cache) write(ctx context.Context, key string, e Entry, ttl time.Duratio
 		return fmt.Errorf("cache set %s: %w", key, err)
 	}
 	c.corrupt.Delete(key)
+	c.floors.set(key, e.Version)
 	c.writeCopies(ctx, key, b, ttl)
 	return nil
 }
@@ -170,8 +171,9 @@ func (c *Cache) storeFenced(ctx context.Context, key string, lock *redislock.Loc
 		c.release(key, lock) // do not leave waiters polling until the lock's TTL
 	default:
 		c.corrupt.Delete(key)
+		c.floors.set(key, e.Version)
 		c.writeCopies(sctx, key, b, ttl)
-		c.signal(sctx, key, e.SoftExpiry)
+		c.signal(sctx, key, e.SoftExpiry, e.Version)
 	}
 }
 

@@ -2,8 +2,6 @@ package cache
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,16 +57,16 @@ func (f *fills) notify(key string) {
 }
 
 // signal tells every instance that key was filled (with an entry fresh
-// until soft; zero when only its lock was released). Best effort: a lost
-// signal costs the waiters one poll interval.
-func (c *Cache) signal(ctx context.Context, key string, soft time.Time) {
+// until soft, of version version; zero when only its lock was released).
+// Best effort: a lost signal costs the waiters one poll interval, and the
+// floors (floor.go) one version they would have learnt from it.
+func (c *Cache) signal(ctx context.Context, key string, soft time.Time, version uint64) {
 	if c.cfg.FillChannel == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	msg := strconv.FormatInt(soft.UnixMicro(), 10) + " " + key
-	if err := c.rdb.Publish(ctx, c.cfg.FillChannel, msg).Err(); err != nil {
+	if err := c.rdb.Publish(ctx, c.cfg.FillChannel, c.fillMessage(key, soft, version)).Err(); err != nil {
 		c.log.Debug("cache: fill signal not sent", "key", key, "err", err)
 	}
 }
@@ -78,11 +76,15 @@ func (c *Cache) signal(ctx context.Context, key string, soft time.Time) {
 // the refresh's write must evict them on every instance.
 func (c *Cache) listenFills(sub *redis.PubSub) {
 	c.consume(sub, func(m *redis.Message) {
-		micros, key, _ := strings.Cut(m.Payload, " ")
-		if n, err := strconv.ParseInt(micros, 10, 64); err == nil && n > 0 {
-			// An older copy (a stale value served from L1) gives way to
-			// the fill, here too; the filled value itself is kept.
-			c.l1.evictOlder(key, time.UnixMicro(n))
+		key, soft, version := c.parseFill(m.Payload)
+		if version > 0 {
+			c.floors.admit(key, version) // a signed version: older entries are replays now
+		}
+		if !soft.IsZero() || version > 0 {
+			// An older copy (a stale value served from L1, or an older
+			// version) gives way to the fill, here too; the filled value
+			// itself is kept.
+			c.l1.evictOlder(key, soft, version)
 		}
 		c.fills.notify(key)
 		c.stats.fillSignals.Add(1)

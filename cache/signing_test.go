@@ -12,13 +12,16 @@ import (
 )
 
 // forge builds what an attacker with write access to Redis can: a
-// well-formed envelope (magic, flags, a soft expiry an hour ahead, a delta)
-// around payload, followed by tail (e.g. a made-up signature).
+// well-formed envelope (magic, flags, a soft expiry a second ahead, a
+// delta, a hard expiry a minute ahead, version 1) around payload, followed
+// by tail (e.g. a made-up signature).
 func forge(flags byte, payload, tail string) string {
-	b := []byte("sg\x01")
+	b := []byte("sg\x02")
 	b = append(b, flags)
-	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Add(time.Hour).UnixMicro()))
+	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Add(time.Second).UnixMicro()))
 	b = binary.BigEndian.AppendUint64(b, 1000)
+	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Add(time.Minute).UnixMicro()))
+	b = binary.BigEndian.AppendUint64(b, 1)
 	return string(b) + payload + tail
 }
 
@@ -64,7 +67,7 @@ func TestSignedEntriesRejectForgeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := []byte(rdb.Get(ctx, key).Val())
-			copy(b[20:], "forged!") // same length, same tag
+			copy(b[36:], "forged!") // same length, same tag
 			return string(b)
 		}, 1},
 		{"genuine entry from another instance", func(t *testing.T, _, key string) string {

@@ -134,8 +134,8 @@ func TestStaticRepairRestoresLostAndChangedValues(t *testing.T) {
 	}
 	restored := func(k string) func() bool {
 		return func() bool {
-			v := rdb.Get(ctx, k).Val() // a 20-byte envelope header, then the value
-			return rdb.PTTL(ctx, k).Val() > time.Hour && len(v) > 20 && v[20:] == "truth-"+k
+			v := rdb.Get(ctx, k).Val() // a 36-byte envelope header, then the value
+			return rdb.PTTL(ctx, k).Val() > time.Hour && len(v) > 36 && v[36:] == "truth-"+k
 		}
 	}
 	for _, k := range keys {

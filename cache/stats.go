@@ -13,6 +13,7 @@ type Stats struct {
 	fillSignals, signalWakeups              atomic.Int64
 	copyMisses, copiesRevoked               atomic.Int64
 	outageHolds                             atomic.Int64
+	replays, outOfBounds                    atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters at one moment.
@@ -38,6 +39,11 @@ type StatsSnapshot struct {
 	// OutageHolds counts reads answered, while Redis was unusable, from an
 	// L1 value held past its L1 TTL (outage.go); they are in L1Hits too.
 	OutageHolds int64
+	// Replays counts genuine entries refused as older than a version
+	// already seen; OutOfBounds counts entries refused for a lifetime
+	// beyond the TTLs or past their hard expiry (bounds.go). Both are
+	// reloaded, like Corrupt ones.
+	Replays, OutOfBounds int64
 }
 
 func (s *Stats) snapshot() StatsSnapshot {
@@ -52,5 +58,6 @@ func (s *Stats) snapshot() StatsSnapshot {
 		FillSignals: s.fillSignals.Load(), SignalWakeups: s.signalWakeups.Load(),
 		CopyMisses: s.copyMisses.Load(), CopiesRevoked: s.copiesRevoked.Load(),
 		OutageHolds: s.outageHolds.Load(),
+		Replays:     s.replays.Load(), OutOfBounds: s.outOfBounds.Load(),
 	}
 }

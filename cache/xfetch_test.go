@@ -129,6 +129,9 @@ const redisDB = 1
 // put stores e under key as a load would have.
 func put(t *testing.T, c *Cache, key string, e Entry) {
 	t.Helper()
+	if e.HardExpiry.IsZero() { // bounds.go: never before the soft expiry
+		e.HardExpiry = e.SoftExpiry
+	}
 	if err := c.write(context.Background(), key, e, time.Minute); err != nil {
 		t.Fatalf("write %s: %v", key, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,12 +19,13 @@ import (
 // Products reads and writes products. Reads of one product go through the
 // cache, whose mode decides how many database queries a hot key costs.
 type Products struct {
-	pool  *db.Pool
-	cache *cache.Cache
-	log   *slog.Logger
-	known *knownIDs   // nil: no penetration defence (FilterUnknownIDs)
-	reads readCounter // nil: reads not counted (CountReads)
-	seen  verified    // payloads already verified, so a hot read skips decoding
+	pool    *db.Pool
+	cache   *cache.Cache
+	log     *slog.Logger
+	known   *knownIDs    // nil: no penetration defence (FilterUnknownIDs)
+	reads   readCounter  // nil: reads not counted (CountReads)
+	seen    verified     // payloads already verified, so a hot read skips decoding
+	refused atomic.Int64 // cached payloads that failed verification (RefusedEntries)
 }
 
 // NewProducts wires the products repository.
@@ -85,6 +87,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	}
 	pr, bad := p.seen.check(res, id)
 	if bad != nil {
+		p.refused.Add(1)
 		p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
 		if err := p.cache.Invalidate(ctx, key); err != nil {
 			p.log.Warn("could not delete the bad entry", "product", id, "err", err)
@@ -191,10 +194,12 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 }
 
 // Update replaces a product's name and price (and adjusts its stock, if
-// asked), then
-// refreshes the cached entry on every instance. With in.IfMatch the row is
-// locked, its version compared and the update made in one transaction, so
-// of two editors holding the same ETag exactly one wins.
+// asked), then refreshes the cached entry on every instance. With
+// in.IfMatch the row is locked, its version compared and the update made
+// in one transaction, so of two editors holding the same ETag exactly one
+// wins. updated_at moves strictly forward, even when a transaction that
+// started earlier commits later: it is the cached entry's version
+// (EntryVersion), below which an entry is refused as a replay.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
 	err := p.with(ctx, func(conn db.Conn) error {
@@ -205,7 +210,8 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 				}
 			}
 			return tx.QueryRow(ctx,
-				`UPDATE products SET name = $2, price_cents = $3, stock = stock + COALESCE($4, 0), updated_at = now()
+				`UPDATE products SET name = $2, price_cents = $3, stock = stock + COALESCE($4, 0),
+				     updated_at = GREATEST(now(), updated_at + interval '1 microsecond')
 				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.StockDelta,
 			).Scan(pr.fields()...)
 		})

@@ -3,7 +3,9 @@ package repo
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -12,6 +14,14 @@ import (
 
 // verify decodes a cached product and checks it is product id. A cached
 // "absent" is valid as it is.
+//
+// The decoding is strict: the payload must be exactly the bytes load
+// stores for the product it decodes to (canonical), which refuses what
+// encoding/json alone lets through — trailing data, a duplicate field
+// (where the last one would win), a field name in another case, other
+// spacing or escapes, invalid UTF-8 (decoded as U+FFFD) — and the product
+// must hold the database's own invariants. A refused payload is reloaded
+// by Get, never served.
 func verify(res cache.Result, id int64) (Product, error) {
 	if res.Absent {
 		return Product{}, nil
@@ -25,7 +35,36 @@ func verify(res cache.Result, id int64) (Product, error) {
 	if pr.ID != id {
 		return Product{}, fmt.Errorf("cached entry of product %d holds product %d", id, pr.ID)
 	}
+	if err := pr.valid(); err != nil {
+		return Product{}, fmt.Errorf("cached product %d: %w", id, err)
+	}
+	if canon, err := json.Marshal(pr); err != nil || !bytes.Equal(canon, res.Value) {
+		return Product{}, fmt.Errorf("cached product %d is not in canonical form (trailing data, duplicate or renamed fields, bad encoding)", id)
+	}
 	return pr, nil
+}
+
+// RefusedEntries counts the cached payloads Get refused (not a product,
+// another product's, not canonical, or breaking an invariant), each one
+// deleted and reloaded rather than served.
+func (p *Products) RefusedEntries() int64 { return p.refused.Load() }
+
+// maxNameChars is the database's bound on a product name
+// (migrations/00001_products.sql: length(name) BETWEEN 1 AND 200).
+const maxNameChars = 200
+
+// valid checks the invariants the products table enforces, so nothing is
+// served from the cache that the database could not hold.
+func (p Product) valid() error {
+	switch {
+	case p.PriceCents < 0:
+		return fmt.Errorf("negative price %d", p.PriceCents)
+	case p.Name == "" || utf8.RuneCountInString(p.Name) > maxNameChars:
+		return fmt.Errorf("name of %d characters, want 1 to %d", utf8.RuneCountInString(p.Name), maxNameChars)
+	case !utf8.ValidString(p.Name):
+		return errors.New("name is not valid UTF-8")
+	}
+	return nil
 }
 
 // verifiedSize bounds the products whose last verified payload is kept:

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
@@ -146,6 +147,9 @@ func TestMigrateOnStartOff(t *testing.T) {
 	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
 	mustCLI(t, env["DATABASE_URL"], "migrate", "down")
 	env["MIGRATE_ON_START"] = "false"
+	// The newest migration holds the generated cache signing key: without
+	// it the app refuses to start unless a key is configured.
+	env["CACHE_SIGNING_KEY"] = "a configured key of at least 32 bytes"
 	a := launchApp(t, env)
 	base := a.waitListening()
 	if recs := a.logs.records("migration applied"); len(recs) != 0 {
@@ -184,6 +188,22 @@ func TestNoArgumentsServes(t *testing.T) {
 	}
 }
 
-// newestTable is created by the newest migration (00003_api_keys.sql): the
+// TestStartNeedsTheSigningKey: with MIGRATE_ON_START=false, no
+// CACHE_SIGNING_KEY and the key's table not migrated yet, the app refuses
+// to start, saying what to do, rather than serve unsigned entries.
+func TestStartNeedsTheSigningKey(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t, map[string]string{"MIGRATE_ON_START": "false", "HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "off"})
+	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
+	mustCLI(t, env["DATABASE_URL"], "migrate", "down") // drops cache_signing_key
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, envOf(env), &logCapture{})
+	if err == nil || !strings.Contains(err.Error(), "CACHE_SIGNING_KEY") {
+		t.Fatalf("run: got %v, want a refusal naming CACHE_SIGNING_KEY", err)
+	}
+}
+
+// newestTable is created by the newest migration (00004_cache_signing_key.sql): the
 // one `migrate down` removes.
-const newestTable = "api_keys"
+const newestTable = "cache_signing_key"

@@ -53,8 +53,7 @@ func (d *deps) open(ctx context.Context, tr *tracing) error {
 	if err := d.openRedis(ctx, tr); err != nil {
 		return err
 	}
-	d.openCache(ctx, tr)
-	return nil
+	return d.openCache(ctx, tr)
 }
 
 // openDatabase opens the main pool, checks its sizing, migrates, then
@@ -108,8 +107,17 @@ func (d *deps) openRedis(ctx context.Context, tr *tracing) error {
 }
 
 // openCache builds the cache and the repositories on the pools and Redis.
-func (d *deps) openCache(ctx context.Context, tr *tracing) {
+// Entries are always signed: with CACHE_SIGNING_KEY, by it; without, by the
+// key the fleet keeps in PostgreSQL (repo.CacheSigningKey), never in Redis.
+func (d *deps) openCache(ctx context.Context, tr *tracing) error {
 	cfg, log := d.cfg, d.log
+	key := cfg.CacheSigningKey
+	if len(key) == 0 {
+		var err error
+		if key, err = repo.CacheSigningKey(ctx, d.mainPool); err != nil {
+			return err
+		}
+	}
 	// A load may take one pool acquire plus one statement, counted from
 	// taking the lock (the time budget, internal/config/budget.go).
 	if !cfg.LockCoversDeadHolder {
@@ -121,7 +129,7 @@ func (d *deps) openCache(ctx context.Context, tr *tracing) {
 	if replicas != nil {
 		d.closers = append(d.closers, func() { _ = replicas.Close() })
 	}
-	cc := cacheConfig(cfg, d.rdb, d.hot, replicas, tr.provider())
+	cc := cacheConfig(cfg, key, d.rdb, d.hot, replicas, tr.provider())
 	// A miss the main pool would refuse is refused before its Redis lock:
 	// a refusal at memory speed, not after four round trips.
 	cc.Admit = d.mainPool.Admissible
@@ -137,6 +145,7 @@ func (d *deps) openCache(ctx context.Context, tr *tracing) {
 	}
 	d.orders = repo.NewOrders(d.mainPool, log)
 	d.reports = repo.NewReports(d.reportsPool)
+	return nil
 }
 
 // breakers names every breaker's snapshot, for readiness, metrics and the

@@ -9,6 +9,7 @@ import (
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/repo"
 )
 
 // metrics exposes what each protection did. The cache, pools and breakers
@@ -85,6 +86,8 @@ var (
 	descExtensions  = prometheus.NewDesc("stampede_lock_watchdog_extensions_total", "Lock extensions made by the watchdog during long loads.", nil, nil)
 	descRefreshes   = prometheus.NewDesc("stampede_cache_refreshes_total", "Background refreshes (SWR, XFetch, refresh-ahead) that took the lock.", nil, nil)
 	descCorrupt     = prometheus.NewDesc("stampede_cache_corrupt_total", "Values under a cache key that were not a valid envelope (treated as misses).", nil, nil)
+	descRefused     = prometheus.NewDesc("stampede_cache_entries_refused_total", "Genuine cache entries refused and reloaded, by reason: replay (older than a version already seen), out_of_bounds (lifetime beyond the TTLs or past its hard expiry).", []string{"reason"}, nil)
+	descFills       = prometheus.NewDesc("stampede_cache_fill_signals_total", "Fill signals heard (any instance's stores under the lock); a signed one also carries the value's version, the floor replays are refused below.", nil, nil)
 	descL1Inval     = prometheus.NewDesc("stampede_l1_invalidations_total", "Keys dropped from L1 because another write changed them (pub/sub or Redis CLIENT TRACKING).", nil, nil)
 	descL1Flushes   = prometheus.NewDesc("stampede_l1_flushes_total", "Times L1 was emptied because invalidations may have been missed (tracking connection lost or resubscribed, FLUSHDB).", nil, nil)
 	descBreaker     = prometheus.NewDesc("stampede_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open.", []string{"breaker"}, nil)
@@ -108,7 +111,7 @@ type statsCollector struct {
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheResults, descLoads, descLoadErrors, descShared, descLock,
-		descExtensions, descRefreshes, descCorrupt, descL1Inval, descL1Flushes, descBreaker, descNextProbe, descProbeFails, descProbes, descPoolConns, descPoolWaiting,
+		descExtensions, descRefreshes, descCorrupt, descRefused, descFills, descL1Inval, descL1Flushes, descBreaker, descNextProbe, descProbeFails, descProbes, descPoolConns, descPoolWaiting,
 		descAcquires, descAcquireSecs, descStmtTimeout, descPoolRefused} {
 		ch <- d
 	}
@@ -137,6 +140,9 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descExtensions, st.Extensions)
 	counter(descRefreshes, st.Refreshes)
 	counter(descCorrupt, st.Corrupt)
+	counter(descRefused, st.Replays, "replay")
+	counter(descRefused, st.OutOfBounds, "out_of_bounds")
+	counter(descFills, st.FillSignals)
 	counter(descL1Inval, st.L1Invalidations)
 	counter(descL1Flushes, st.L1Flushes)
 	for name, snapshot := range s.breakers {
@@ -159,4 +165,13 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPoolRefused, shed, p.Name(), "shed")
 		counter(descPoolRefused, tripped, p.Name(), "circuit_open")
 	}
+}
+
+// refusedPayloads counts the cached product payloads that failed
+// verification (repo/verify.go), each deleted and reloaded, never served.
+func refusedPayloads(p *repo.Products) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "stampede_cache_payloads_refused_total",
+		Help: "Cached product payloads refused by verification (not a product, another product's, not canonical, or breaking an invariant) and reloaded.",
+	}, func() float64 { return float64(p.RefusedEntries()) })
 }

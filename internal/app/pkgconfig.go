@@ -74,10 +74,12 @@ func redisConfig(c config.Config) redisconn.Config {
 	return redisconn.Config{URL: c.RedisURL, ClusterAddrs: c.RedisClusterAddrs}
 }
 
-// cacheConfig is the read-through cache's configuration. hot (nil with
+// cacheConfig is the read-through cache's configuration. key signs the
+// entries (CACHE_SIGNING_KEY, or the fleet's key kept in PostgreSQL), whose
+// versions are the products' updated_at (replays refused). hot (nil with
 // HOT_KEY_DETECT=false) picks the keys that get copies and the longer L1
 // TTL; replicas (nil unless REDIS_REPLICA_READS) serves their copies.
-func cacheConfig(c config.Config, rdb redis.UniversalClient, hot *hotkeys.Detector, replicas *redis.ClusterClient, tp trace.TracerProvider) cache.Config {
+func cacheConfig(c config.Config, key []byte, rdb redis.UniversalClient, hot *hotkeys.Detector, replicas *redis.ClusterClient, tp trace.TracerProvider) cache.Config {
 	watchdog := cache.WatchdogOn
 	if !c.LockWatchdog { // LOCK_WATCHDOG=false: the lab shows what it prevents
 		watchdog = cache.WatchdogOff
@@ -90,6 +92,6 @@ func cacheConfig(c config.Config, rdb redis.UniversalClient, hot *hotkeys.Detect
 		Namespace: c.Namespace(), Channel: c.InvalidationChannel(), FillChannel: c.FillChannel(),
 		Static: repo.Keys(c.StaticKeys), StaticTTL: c.StaticTTL, TracerProvider: tp,
 		Hot: hotSet(hot), HotL1TTL: c.HotKey.L1TTL, ReplicaReads: replicaReads(replicas),
-		OutageTTL: c.OutageTTL(), SigningKey: c.CacheSigningKey,
+		OutageTTL: c.OutageTTL(), SigningKey: key, Version: repo.EntryVersion,
 	}
 }

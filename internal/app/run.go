@@ -98,7 +98,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	defer d.close()
 	m := newMetrics(d.cache, d.pools(), d.breakers())
-	m.reg.MustRegister(hotKeysCollector{d.hot}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(hotKeysCollector{d.hot}, refusedPayloads(d.products), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "stampede_unknown_id_filter_loaded",
 		Help: "1 once the unknown-id filter answers (or when it is off); 0 while it loads in the background and every id takes the normal path.",
 	}, func() float64 {

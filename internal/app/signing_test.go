@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,22 +14,19 @@ import (
 )
 
 // forgedEntry is what anyone with write access to Redis can plant: a
-// well-formed, unsigned cache envelope (magic, flags, a soft expiry an hour
-// ahead, a load time) around a product body that passes the repo's own
-// verification (it decodes, and its id matches the key).
+// well-formed, unsigned cache envelope (forgery_test.go) around a product
+// body that passes the repo's own verification (it decodes, it is
+// canonical, and its id matches the key).
 func forgedEntry(id int64) string {
-	body, _ := json.Marshal(repo.Product{ID: id, Name: "forged", PriceCents: 0, UpdatedAt: time.Now().UTC()})
-	b := []byte("sg\x01\x00")
-	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Add(time.Hour).UnixMicro()))
-	b = binary.BigEndian.AppendUint64(b, 1000)
-	return string(append(b, body...))
+	now := time.Now()
+	return envelope("sg\x02", 0, now.Add(20*time.Second), now.Add(5*time.Minute), forgedProduct(id, "forged", 0))
 }
 
 // TestCacheSigningKey: a forged product entry planted in Redis by a raw
-// client is served to users — and to CDNs, Cache-Control public — when
-// CACHE_SIGNING_KEY is unset; with it set, the entry is a miss: the
-// product is loaded from PostgreSQL, the forged value replaced in Redis, and
-// the answer carries the real price.
+// client is a miss, whether CACHE_SIGNING_KEY is set or not (then the key
+// kept in PostgreSQL signs the entries): the product is loaded from
+// PostgreSQL, the forged value replaced in Redis, and the answer carries
+// the real price — never served to users, nor to CDNs as public.
 func TestCacheSigningKey(t *testing.T) {
 	t.Parallel()
 	id := productID(t)
@@ -39,7 +35,7 @@ func TestCacheSigningKey(t *testing.T) {
 		key        string
 		wantForged bool
 	}{
-		{"unsigned entries (default)", "", true},
+		{"default: the key kept in PostgreSQL", "", false},
 		{"CACHE_SIGNING_KEY set", "k" + strings.Repeat("0123456789", 4), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,15 +1,13 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/repo"
 )
@@ -54,7 +52,7 @@ func TestL1InvalidationModes(t *testing.T) {
 			}
 
 			const renamed = "renamed behind the app's back"
-			writeBehind(t, nsKey(env, repo.Key(tt.id)), renamed)
+			writeBehind(t, env, tt.id, renamed)
 			start := time.Now()
 			// Tracking: read until seen, up to a second before the L1
 			// copies could expire. Pubsub: 300 ms of reads that must all
@@ -91,23 +89,29 @@ func TestL1InvalidationModes(t *testing.T) {
 }
 
 // writeBehind changes the cached product's name in Redis the way any other
-// client could: it rewrites the bytes of the entry, keeping its TTL.
-func writeBehind(t *testing.T, key, name string) {
+// client holding the signing key could (a forgery without it is refused:
+// forgery_test.go): a signed entry of the same version, written by a cache
+// of the test's own that publishes nothing.
+func writeBehind(t *testing.T, env map[string]string, id int64, name string) {
 	t.Helper()
-	rdb := dbtest.NewRedis(t, redisDB)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	raw, err := rdb.Get(ctx, key).Bytes()
-	if err != nil {
-		t.Fatalf("read %s: %v", key, err)
+	conn := dbConn(t, env["DATABASE_URL"])
+	var key []byte
+	p := repo.Product{ID: id, Name: name}
+	if err := conn.QueryRow(ctx, `SELECT key FROM cache_signing_key`).Scan(&key); err != nil {
+		t.Fatalf("read the signing key: %v", err)
 	}
-	i := bytes.Index(raw, []byte(`"name":"`))
-	j := bytes.Index(raw, []byte(`","price_cents"`))
-	if i < 0 || j < i {
-		t.Fatalf("entry %q: no name to replace", raw)
+	if err := conn.QueryRow(ctx, `SELECT price_cents, updated_at FROM products WHERE id = $1`, id).Scan(&p.PriceCents, &p.UpdatedAt); err != nil {
+		t.Fatalf("read product %d: %v", id, err)
 	}
-	changed := append(append(append([]byte{}, raw[:i]...), fmt.Sprintf(`"name":%q`, name)...), raw[j+1:]...)
-	if err := rdb.Set(ctx, key, changed, redis.KeepTTL).Err(); err != nil {
-		t.Fatalf("write %s: %v", key, err)
+	p.UpdatedAt = p.UpdatedAt.UTC()
+	c := cache.New(ctx, dbtest.NewRedis(t, redisDB), cache.Config{
+		Mode: cache.ModeSWR, Namespace: env["CACHE_NAMESPACE"], SigningKey: key, Version: repo.EntryVersion, // the app's default TTLs
+	}, dbtest.Logger(t)) // L1 off: no invalidation published
+	defer c.Close()
+	body, _ := json.Marshal(p)
+	if err := c.Set(ctx, repo.Key(id), body); err != nil {
+		t.Fatalf("write product %d: %v", id, err)
 	}
 }

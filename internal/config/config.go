@@ -82,7 +82,7 @@ type Config struct {
 	BodyReadTimeout      time.Duration
 	BodyMinRate          int           // bytes per second; 0 = no minimum
 	AdminToken           string        // ADMIN_TOKEN: required on the admin listener when set
-	CacheSigningKey      []byte        // CACHE_SIGNING_KEY: HMAC key of cache entries; nil = unsigned
+	CacheSigningKey      []byte        // CACHE_SIGNING_KEY: HMAC key of cache entries; nil = the key kept in PostgreSQL
 	RateLimitKey         string        // RATE_LIMIT_KEY: "off" or ulule format, per valid API key
 	UnknownIDFilter      bool          // UNKNOWN_ID_FILTER: Bloom filter of existing product ids
 	UnknownIDLookups     int           // UNKNOWN_ID_LOOKUPS: per second fleet-wide, of ids above the highest known
