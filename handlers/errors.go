@@ -33,12 +33,15 @@ func badRequest(msg string) error { return &requestError{status: http.StatusBadR
 // logged once here; clients see a short message.
 func writeError(c *gin.Context, log *slog.Logger, err error) {
 	var re *requestError
+	var capped *repo.QuantityLimitError
 	switch {
 	case errors.As(err, &re):
 		if re.cause != nil {
 			log.Info("bad request", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", re.cause)
 		}
 		abort(c, re.status, re.msg)
+	case errors.As(err, &capped):
+		abort(c, http.StatusBadRequest, capped.Error())
 	case errors.Is(err, repo.ErrInvalid):
 		abort(c, http.StatusBadRequest, "a value in the request is not valid text or is out of range")
 	case errors.Is(err, repo.ErrNotFound):

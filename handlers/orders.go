@@ -62,7 +62,7 @@ func (h *Orders) create(c *gin.Context) {
 	case *b.ProductID <= 0:
 		writeError(c, h.log, badRequest("product_id must be a positive integer"))
 		return
-	case *b.Quantity <= 0 || *b.Quantity > h.maxQuantity:
+	case *b.Quantity <= 0:
 		writeError(c, h.log, badRequest(fmt.Sprintf("quantity must be from 1 to %d per order", h.maxQuantity)))
 		return
 	}
@@ -76,6 +76,9 @@ func (h *Orders) create(c *gin.Context) {
 		// Keys are the caller's own: an API key's id when a valid one came
 		// with the request (Auth.Identify), the anonymous scope otherwise.
 		Scope: middleware.KeyID(c),
+		// Above it: 400, or 409 where the product has not that much (the
+		// repository checks, and sells nothing either way).
+		MaxQuantity: h.maxQuantity,
 	})
 	if err != nil {
 		writeError(c, h.log, err)

@@ -34,6 +34,17 @@ type NewOrder struct {
 	Quantity       int32
 	IdempotencyKey string
 	Scope          string
+	// MaxQuantity caps Quantity (ORDER_MAX_QUANTITY; 0: no cap), so one
+	// request cannot empty a product.
+	MaxQuantity int32
+}
+
+// QuantityLimitError refuses an order above NewOrder.MaxQuantity for a
+// product that has that much in stock.
+type QuantityLimitError struct{ Max int32 }
+
+func (e *QuantityLimitError) Error() string {
+	return fmt.Sprintf("quantity must be from 1 to %d per order", e.Max)
 }
 
 // hash identifies the request body a key was first used with.
@@ -103,6 +114,9 @@ func (o *Orders) create(ctx context.Context, tx pgx.Tx, in NewOrder) (Order, boo
 		if order, found, err := o.replay(ctx, tx, in); err != nil || found {
 			return order, found, err
 		}
+	}
+	if in.MaxQuantity > 0 && in.Quantity > in.MaxQuantity {
+		return Order{}, false, overCap(ctx, tx, in)
 	}
 	var price int64
 	err := tx.QueryRow(ctx,
@@ -184,4 +198,22 @@ func (o *Orders) Get(ctx context.Context, id int64, token string) (Order, error)
 		return Order{}, unavailable(fmt.Errorf("get order %d: %w", id, err), o.pool)
 	}
 	return order, nil
+}
+
+// overCap answers an order above the per-order cap without selling
+// anything: out of stock where it asks for more than there is (the truer
+// answer, and what a client asking for too much has always been told),
+// the cap otherwise.
+func overCap(ctx context.Context, tx pgx.Tx, in NewOrder) error {
+	var stock int64
+	err := tx.QueryRow(ctx, `SELECT stock FROM products WHERE id = $1`, in.ProductID).Scan(&stock)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("product %d: %w", in.ProductID, ErrNotFound)
+	case err != nil:
+		return err
+	case stock < int64(in.Quantity):
+		return fmt.Errorf("product %d, quantity %d: %w", in.ProductID, in.Quantity, ErrOutOfStock)
+	}
+	return &QuantityLimitError{Max: in.MaxQuantity}
 }

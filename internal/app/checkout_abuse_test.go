@@ -23,12 +23,24 @@ func TestCheckoutCannotBeDrained(t *testing.T) {
 	const product = 31
 	stock := scalar(t, conn, `SELECT stock FROM products WHERE id = $1`, product)
 
-	resp, body := call(t, "POST", base+"/orders", nil, fmt.Sprintf(`{"product_id":%d,"quantity":10000}`, product))
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "1 to 10") {
-		t.Errorf("quantity 10000: got %d %s, want 400 naming the maximum 10", resp.StatusCode, body)
+	// Above the cap: 400 naming it where the product has that much, 409
+	// where it has not; nothing sold either way.
+	for _, tc := range []struct {
+		quantity int64
+		status   int
+		says     string
+	}{
+		{stock, http.StatusBadRequest, "1 to 10"},
+		{11, http.StatusBadRequest, "1 to 10"},
+		{10000, http.StatusConflict, "stock"},
+	} {
+		resp, body := call(t, "POST", base+"/orders", nil, fmt.Sprintf(`{"product_id":%d,"quantity":%d}`, product, tc.quantity))
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
+			t.Errorf("quantity %d of %d in stock: got %d %s, want %d naming %q", tc.quantity, stock, resp.StatusCode, body, tc.status, tc.says)
+		}
 	}
 	if got := scalar(t, conn, `SELECT stock FROM products WHERE id = $1`, product); got != stock {
-		t.Fatalf("stock after a refused order: %d, want %d", got, stock)
+		t.Fatalf("stock after refused orders: %d, want %d", got, stock)
 	}
 
 	order := func(headers map[string]string) *http.Response {
