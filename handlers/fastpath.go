@@ -131,7 +131,11 @@ type encodedProduct struct {
 // json is productJSON(p), from the memo when p was the last product
 // encoded in its slot.
 func (b *productBodies) json(p repo.Product) (body []byte, etag string) {
-	slot := &b.slots[uint64(p.ID)%uint64(len(b.slots))] // #nosec G115 -- any bits pick a slot
+	i := p.ID % int64(len(b.slots))
+	if i < 0 { // ids are positive, but the memo need not rely on it
+		i += int64(len(b.slots))
+	}
+	slot := &b.slots[i]
 	if e := slot.Load(); e != nil && e.product == p {
 		return e.body, e.etag
 	}
