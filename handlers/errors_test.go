@@ -24,7 +24,6 @@ type fakeProducts struct{ err error }
 func (f fakeProducts) Get(context.Context, int64) (repo.Product, repo.Freshness, error) {
 	return repo.Product{ID: 1, Name: "p", PriceCents: 5}, repo.Freshness{TTL: time.Second}, f.err
 }
-func (f fakeProducts) JSON(p repo.Product) ([]byte, string)                { return p.JSON() }
 func (f fakeProducts) List(context.Context, int64, int) (repo.Page, error) { return repo.Page{}, f.err }
 func (f fakeProducts) Create(context.Context, repo.NewProduct) (repo.Product, error) {
 	return repo.Product{ID: 1001}, f.err

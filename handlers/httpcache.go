@@ -1,8 +1,11 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/stampede-guard/api/middleware"
+	"github.com/stampede-guard/api/repo"
 )
 
 // HTTPCache is the freshness policy product reads announce to browsers and
@@ -127,9 +131,24 @@ func first(values []string) string {
 	return values[0]
 }
 
-// ifMatch returns the If-Match list of a write, or nil when the header is
-// absent (an unconditional write).
-func ifMatch(r *http.Request) ([]string, error) {
+// productJSON returns p's response body and its strong entity tag (RFC
+// 9110 §8.8.3), from one encoding. The tag hashes exactly the bytes the
+// body carries, so two equal tags mean two byte-identical bodies, and a
+// browser or a CDN may revalidate with it whichever instance or cache tier
+// answered.
+func productJSON(p repo.Product) (body []byte, etag string) {
+	body, _ = json.Marshal(p) // cannot fail: plain fields only
+	h := fnv.New64a()
+	h.Write(body) // #nosec G104 -- hash.Hash.Write never returns an error
+	return body, `"` + strconv.FormatUint(h.Sum64(), 36) + `"`
+}
+
+// ifMatch returns the precondition of a write from its If-Match header:
+// the product's current ETag is in the list, or the list holds "*" (any
+// current version). The comparison is strong: a weak tag (W/"...") never
+// matches, as RFC 9110 §13.1.1 requires. nil when the header is absent (an
+// unconditional write).
+func ifMatch(r *http.Request) (func(current repo.Product) bool, error) {
 	v := r.Header.Values("If-Match")
 	if len(v) == 0 {
 		return nil, nil
@@ -138,7 +157,13 @@ func ifMatch(r *http.Request) ([]string, error) {
 	if len(tags) == 0 {
 		return nil, badRequest(`If-Match must be "*" or a list of ETags`)
 	}
-	return tags, nil
+	return func(current repo.Product) bool {
+		if slices.Contains(tags, "*") {
+			return true
+		}
+		_, etag := productJSON(current)
+		return slices.Contains(tags, etag)
+	}, nil
 }
 
 // splitETags splits a comma-separated list of entity tags. A comma can

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -20,9 +19,6 @@ import (
 // productStore is what the product routes need from the repository.
 type productStore interface {
 	Get(ctx context.Context, id int64) (repo.Product, repo.Freshness, error)
-	// JSON encodes a product Get returned (memoized: a hot key's answer is
-	// encoded once, not per read); the body must not be modified.
-	JSON(p repo.Product) (body []byte, etag string)
 	List(ctx context.Context, after int64, limit int) (repo.Page, error)
 	Create(ctx context.Context, in repo.NewProduct) (repo.Product, error)
 	Update(ctx context.Context, id int64, in repo.ProductUpdate) (repo.Product, error)
@@ -34,9 +30,12 @@ type Products struct {
 	// The Cache-Control of a found and of an absent product, built once
 	// from the HTTPCache policy.
 	ccFound, ccNotFound string
-	public              bool      // both are public: shared caches may store them
-	dates               httpDates // Last-Modified values, formatted once
+	public              bool // both are public: shared caches may store them
 	log                 *slog.Logger
+	// The fast path of a hot read (fastpath.go): Last-Modified values and
+	// answers, each formatted once rather than per read.
+	dates  httpDates
+	bodies productBodies
 }
 
 // NewProducts builds the product handlers; hc is what product reads tell
@@ -108,47 +107,34 @@ func (h *Products) get(c *gin.Context) {
 		return
 	}
 	p, f, err := h.store.Get(c.Request.Context(), id)
-	var hs headers
-	switch {
-	case isNotFound(err):
-		cacheHeaders(&hs, f)
-		hs.add("Cache-Control", h.ccNotFound)
+	if isNotFound(err) {
+		var hs headers // a product answer's headers, set at once (fastpath.go)
+		h.freshness(c, &hs, f, h.ccNotFound)
 		hs.set(c)
-		h.ownRequestID(c)
-		writeError(c, h.log, err)
-		return
-	case err != nil:
-		writeError(c, h.log, err) // stays no-store
+	}
+	if err != nil {
+		writeError(c, h.log, err) // any other error stays no-store
 		return
 	}
-	cacheHeaders(&hs, f)
-	hs.add("Cache-Control", h.ccFound)
-	h.ownRequestID(c)
-	body, etag := h.store.JSON(p) // one encoding for the tag and the body
-	validators(&hs, etag, h.lastModified(p.UpdatedAt), f.Age)
+	var hs headers
+	h.freshness(c, &hs, f, h.ccFound)
+	body, etag := h.bodies.json(p) // productJSON, once per version (fastpath.go)
+	validators(&hs, etag, h.dates.lastModified(p.UpdatedAt), f.Age)
 	// Answered from L1 or Redis like any read: a revalidation costs no query.
 	if notModified(c.Request, etag, p.UpdatedAt) {
-		hs.set(c)
-		c.Status(http.StatusNotModified)
+		hs.answer(c, http.StatusNotModified, nil)
 		return
 	}
-	// Not c.Data: it also sets Content-Length, a ninth header, and a Go map
-	// holds eight before it grows into a table (twice: net/http clones the
-	// header map at WriteHeader). net/http writes Content-Length itself for
-	// a body written whole, as here.
 	hs.add("Content-Type", jsonType)
-	hs.set(c)
-	c.Status(http.StatusOK)
-	_, _ = c.Writer.Write(body) // a client gone is not this answer's error
+	hs.answer(c, http.StatusOK, body)
 }
 
-// lastModified is the Last-Modified of a product updated at t ("" for
-// none).
-func (h *Products) lastModified(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return h.dates.format(t)
+// freshness adds what a product read says about its freshness: how the
+// cache answered (cacheHeaders) and cc, the Cache-Control of the answer.
+func (h *Products) freshness(c *gin.Context, hs *headers, f repo.Freshness, cc string) {
+	cacheHeaders(hs, f)
+	hs.add("Cache-Control", cc)
+	h.ownRequestID(c)
 }
 
 // cacheHeaders reports the cache's answer in X-Cache and in the standard
@@ -212,7 +198,7 @@ func (h *Products) update(c *gin.Context) {
 		writeError(c, h.log, err)
 		return
 	}
-	tags, err := ifMatch(c.Request)
+	precondition, err := ifMatch(c.Request)
 	if err != nil {
 		writeError(c, h.log, err)
 		return
@@ -223,7 +209,7 @@ func (h *Products) update(c *gin.Context) {
 		return
 	}
 	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{
-		Name: *b.Name, PriceCents: *b.PriceCents, StockDelta: b.StockAdjustment, IfMatch: tags,
+		Name: *b.Name, PriceCents: *b.PriceCents, StockDelta: b.StockAdjustment, Precondition: precondition,
 	})
 	if err != nil {
 		writeError(c, h.log, err)
@@ -238,7 +224,7 @@ const jsonType = "application/json; charset=utf-8"
 
 // writeProduct answers with p and its ETag, both from one encoding.
 func writeProduct(c *gin.Context, status int, p repo.Product) {
-	body, etag := p.JSON()
+	body, etag := productJSON(p)
 	c.Header("Etag", etag) // canonical spelling: see headers
 	c.Data(status, jsonType, body)
 }

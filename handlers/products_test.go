@@ -28,7 +28,7 @@ type recordingProducts struct {
 var updatedAt = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 
 func (r *recordingProducts) Get(context.Context, int64) (repo.Product, repo.Freshness, error) {
-	return repo.Product{ID: 7, Name: "lamp", PriceCents: 1999, UpdatedAt: updatedAt}, repo.Freshness{Status: cache.Hit, TTL: 20 * time.Second}, nil
+	return recorded, repo.Freshness{Status: cache.Hit, TTL: 20 * time.Second}, nil
 }
 
 func (r *recordingProducts) Update(_ context.Context, id int64, in repo.ProductUpdate) (repo.Product, error) {
@@ -46,9 +46,12 @@ func (r *recordingProducts) List(_ context.Context, after int64, limit int) (rep
 	return repo.Page{}, nil
 }
 
+// recorded is recordingProducts' product.
+var recorded = repo.Product{ID: 7, Name: "lamp", PriceCents: 1999, UpdatedAt: updatedAt}
+
 // productETag is the ETag of recordingProducts' product.
 func productETag() string {
-	_, etag := (&recordingProducts{}).JSON(repo.Product{ID: 7, Name: "lamp", PriceCents: 1999, UpdatedAt: updatedAt})
+	_, etag := productJSON(recorded)
 	return etag
 }
 
@@ -156,9 +159,15 @@ func TestProductWrites(t *testing.T) {
 		{"update with If-Match", "PUT", "/products/7", `{"name":"lamp","price_cents":2500,"stock_adjustment":-1}`,
 			map[string]string{"If-Match": etag + `, "x"`}, 200,
 			func(t *testing.T, s *recordingProducts, _ *httptest.ResponseRecorder) {
-				if s.updated == nil || len(s.updated.IfMatch) != 2 || s.updated.IfMatch[0] != etag ||
+				if s.updated == nil || s.updated.Precondition == nil || !s.updated.Precondition(recorded) ||
 					s.updated.StockDelta == nil || *s.updated.StockDelta != -1 {
 					t.Errorf("store got %+v", s.updated)
+				}
+			}},
+		{"update without If-Match", "PUT", "/products/7", `{"name":"lamp","price_cents":2500}`, nil, 200,
+			func(t *testing.T, s *recordingProducts, _ *httptest.ResponseRecorder) {
+				if s.updated == nil || s.updated.Precondition != nil {
+					t.Errorf("an unconditional write got a precondition: %+v", s.updated)
 				}
 			}},
 		{"update setting stock", "PUT", "/products/7", `{"name":"lamp","price_cents":1,"stock":5}`, nil, 400, nil},
@@ -195,6 +204,40 @@ func TestProductWrites(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, s, rec)
+			}
+		})
+	}
+}
+
+// TestIfMatchPrecondition: the precondition a PUT's If-Match becomes holds
+// for a product whose current ETag the list names (strongly), or for any
+// product with "*".
+func TestIfMatchPrecondition(t *testing.T) {
+	etag := productETag()
+	changed := recorded
+	changed.UpdatedAt = changed.UpdatedAt.Add(time.Microsecond)
+	tests := []struct {
+		name, ifMatch string
+		current       repo.Product
+		want          bool
+	}{
+		{"current tag", etag, recorded, true},
+		{"current tag among others", `"nope", ` + etag, recorded, true},
+		{"any", "*", changed, true},
+		{"tag of an older version", etag, changed, false},
+		{"weak tag never matches", "W/" + etag, recorded, false},
+		{"other tag", `"nope"`, recorded, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPut, "/products/7", nil)
+			req.Header.Set("If-Match", tt.ifMatch)
+			precondition, err := ifMatch(req)
+			if err != nil || precondition == nil {
+				t.Fatalf("ifMatch(%q): nil precondition %v, error %v; want a precondition", tt.ifMatch, precondition == nil, err)
+			}
+			if got := precondition(tt.current); got != tt.want {
+				t.Errorf("precondition: %v, want %v", got, tt.want)
 			}
 		})
 	}

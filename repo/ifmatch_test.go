@@ -9,31 +9,35 @@ import (
 	"github.com/stampede-guard/api/repo"
 )
 
-// TestProductsUpdateIfMatch checks conditional writes: only an If-Match
-// naming the current version (strongly) lets an update through, and a
-// refused one changes nothing.
+// TestProductsUpdateIfMatch checks conditional writes: the precondition
+// (the handlers' If-Match) is asked about the product as it is now, only
+// its yes lets an update through, and a refused one changes nothing.
 func TestProductsUpdateIfMatch(t *testing.T) {
 	t.Parallel()
 	const id, absent = 401, 999997
 	products, _, pool := newProducts(t, db.Config{}, id, absent)
 
+	always := func(repo.Product) bool { return true }
 	tests := []struct {
-		name    string
-		id      int64
-		tags    func(current repo.Product) []string
-		wantErr error
+		name string
+		id   int64
+		// precondition is the update's, given the product the editor read.
+		precondition func(read repo.Product) func(current repo.Product) bool
+		wantErr      error
 	}{
-		{"current etag", id, func(p repo.Product) []string { return []string{p.ETag()} }, nil},
-		{"current etag among others", id, func(p repo.Product) []string { return []string{`"nope"`, p.ETag()} }, nil},
-		{"any", id, func(repo.Product) []string { return []string{"*"} }, nil},
-		{"old etag", id, func(p repo.Product) []string { return []string{`"old"`} }, repo.ErrPreconditionFailed},
-		{"weak tag never matches", id, func(p repo.Product) []string { return []string{"W/" + p.ETag()} }, repo.ErrPreconditionFailed},
-		{"absent product", absent, func(repo.Product) []string { return []string{"*"} }, repo.ErrPreconditionFailed},
+		{"current version", id, func(read repo.Product) func(repo.Product) bool {
+			return func(cur repo.Product) bool { return cur == read }
+		}, nil},
+		{"any version (If-Match: *)", id, func(repo.Product) func(repo.Product) bool { return always }, nil},
+		{"old version", id, func(read repo.Product) func(repo.Product) bool {
+			return func(cur repo.Product) bool { return cur.UpdatedAt.Before(read.UpdatedAt) }
+		}, repo.ErrPreconditionFailed},
+		{"absent product", absent, func(repo.Product) func(repo.Product) bool { return always }, repo.ErrPreconditionFailed},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := seededProduct(t, pool, id)
-			in := repo.ProductUpdate{Name: "edit " + tt.name, PriceCents: int64(i + 1), IfMatch: tt.tags(before)}
+			in := repo.ProductUpdate{Name: "edit " + tt.name, PriceCents: int64(i + 1), Precondition: tt.precondition(before)}
 			got, err := products.Update(testCtx(t), tt.id, in)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Update: got error %v, want %v", err, tt.wantErr)
@@ -48,21 +52,22 @@ func TestProductsUpdateIfMatch(t *testing.T) {
 			if got != after || after.Name != in.Name {
 				t.Errorf("Update returned %+v; row is %+v; want the row with name %q", got, after, in.Name)
 			}
-			if got.ETag() == before.ETag() {
-				t.Errorf("ETag unchanged by an update: %s", got.ETag())
+			if !got.UpdatedAt.After(before.UpdatedAt) {
+				t.Errorf("version not moved by an update: %s, was %s", got.UpdatedAt, before.UpdatedAt)
 			}
 		})
 	}
 }
 
 // TestProductsIfMatchOneEditorWins sends many concurrent updates that all
-// carry the same ETag: exactly one may win, the rest get
+// require the version they read: exactly one may win, the rest get
 // ErrPreconditionFailed.
 func TestProductsIfMatchOneEditorWins(t *testing.T) {
 	t.Parallel()
 	const id, editors = 402, 20
 	products, _, pool := newProducts(t, db.Config{MaxConns: editors}, id)
-	tag := seededProduct(t, pool, id).ETag()
+	read := seededProduct(t, pool, id)
+	unchanged := func(cur repo.Product) bool { return cur == read }
 
 	errs := make([]error, editors)
 	var wg sync.WaitGroup
@@ -71,7 +76,7 @@ func TestProductsIfMatchOneEditorWins(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			_, errs[i] = products.Update(testCtx(t), id, repo.ProductUpdate{
-				Name: "editor", PriceCents: int64(100 + i), IfMatch: []string{tag},
+				Name: "editor", PriceCents: int64(100 + i), Precondition: unchanged,
 			})
 		})
 	}

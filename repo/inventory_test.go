@@ -40,11 +40,12 @@ func TestInventoryCannotBeUndone(t *testing.T) {
 	}
 	for range editors {
 		wg.Go(func() {
-			// The editor read the product before the orders: "*" stands
-			// for an If-Match that still matches (stock is not in the ETag).
+			// The editor read the product before the orders: a
+			// precondition that holds stands for an If-Match that still
+			// matches (stock is not in the ETag).
 			delta := int32(adjust)
 			_, err := products.Update(ctx, id, repo.ProductUpdate{
-				Name: before.Name, PriceCents: before.PriceCents, StockDelta: &delta, IfMatch: []string{"*"},
+				Name: before.Name, PriceCents: before.PriceCents, StockDelta: &delta, Precondition: func(repo.Product) bool { return true },
 			})
 			if err != nil {
 				t.Errorf("update: %v", err)

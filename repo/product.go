@@ -6,46 +6,21 @@
 package repo
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"slices"
-	"strconv"
 	"time"
 )
 
 // Product is the public read model. Stock is deliberately not part of it:
 // it changes on every order and would make every cached entry stale.
 type Product struct {
-	ID         int64     `json:"id"`
-	Name       string    `json:"name"`
-	PriceCents int64     `json:"price_cents"`
-	UpdatedAt  time.Time `json:"updated_at"` // UTC; Last-Modified
-}
-
-// ETag is a strong entity tag (RFC 9110 §8.8.3) of p's JSON body: see JSON.
-func (p Product) ETag() string {
-	_, etag := p.JSON()
-	return etag
-}
-
-// JSON returns p's response body and its strong entity tag, from one
-// encoding. The tag hashes exactly the bytes the body carries, so two equal
-// tags mean two byte-identical bodies, and a browser or a CDN may
-// revalidate with it whichever instance or cache tier answered.
-func (p Product) JSON() (body []byte, etag string) {
-	body, _ = json.Marshal(p) // cannot fail: plain fields only
-	h := fnv.New64a()
-	h.Write(body) // #nosec G104 -- hash.Hash.Write never returns an error
-	return body, `"` + strconv.FormatUint(h.Sum64(), 36) + `"`
-}
-
-// Matches reports whether an If-Match list (already split, "*" meaning any
-// current representation) names p's ETag. The comparison is strong: a weak
-// tag (W/"...") never matches, as RFC 9110 §13.1.1 requires for If-Match.
-func (p Product) Matches(tags []string) bool {
-	return slices.Contains(tags, "*") || slices.Contains(tags, p.ETag())
+	ID         int64  `json:"id"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	// UpdatedAt (UTC) is the product's version: every update moves it
+	// strictly forward (Update), and the cache refuses an entry older than
+	// one it has seen (EntryVersion).
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // NewProduct is the input of Create.
@@ -60,16 +35,20 @@ type ProductUpdate struct {
 	Name       string
 	PriceCents int64
 	// StockDelta, when not nil, is added to the stock (negative removes).
-	// An update never sets stock outright: stock is not part of the ETag
+	// An update never sets stock outright: stock is not part of Product
 	// (it changes with every order), so an absolute value read before an
 	// order would silently undo that order's decrement. A relative
 	// adjustment commutes with orders and loses none. Stock below zero is
 	// ErrOutOfStock and changes nothing.
 	StockDelta *int32
-	// IfMatch, when not nil, is the request's If-Match list: the update
-	// happens only if the product's current ETag is in it (or it holds
-	// "*"), else ErrPreconditionFailed and nothing changes.
-	IfMatch []string
+	// Precondition, when not nil, makes the update conditional: it is
+	// called with the product as it is now, its row locked, and the update
+	// happens only if it returns true; else (or when the product does not
+	// exist) ErrPreconditionFailed and nothing changes. The handlers'
+	// If-Match compares the current product's ETag with the request's; the
+	// row lock means of two editors holding the same version exactly one
+	// wins. It runs inside the transaction: quick, and no I/O.
+	Precondition func(current Product) bool
 }
 
 // Page is one page of a keyset-paginated list.
@@ -87,8 +66,8 @@ var (
 	// ErrInvalid: the database rejected a value of the request (a NUL byte,
 	// invalid encoding, out of range), which handlers should have caught.
 	ErrInvalid = errors.New("invalid value")
-	// ErrPreconditionFailed: If-Match did not name the current version;
-	// someone else changed the product since the caller read it.
+	// ErrPreconditionFailed: the update's Precondition refused the current
+	// version; someone else changed the product since the caller read it.
 	ErrPreconditionFailed = errors.New("precondition failed")
 	// ErrIdempotencyMismatch: the Idempotency-Key was first used with a
 	// different request body.

@@ -59,14 +59,8 @@ func Key(id int64) string { return KeyPrefix + "{" + strconv.FormatInt(id, 10) +
 // Redis CLIENT TRACKING watches for L1 invalidation.
 const KeyPrefix = "product:v1:"
 
-// Get returns product id through the cache. An absent product is ErrNotFound
-// (and is cached negatively).
-//
-// A cached payload is verified before it is served: one that does not
-// decode as a product, or is another product's, is deleted and the product
-// reloaded — never a 500, never served (and never handed to a CDN as
-// public). Such an entry comes from a bug, an old format, or someone who
-// can write to Redis.
+// Get returns product id through the cache: fetch, verify, return. An
+// absent product is ErrNotFound (and is cached negatively).
 func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error) {
 	v := mayExist
 	if p.known != nil {
@@ -80,37 +74,13 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	if p.reads != nil {
 		p.reads.Observe(key)
 	}
-	load := func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
-	res, err := p.cache.Fetch(ctx, key, load)
+	res, err := p.cache.Fetch(ctx, key, p.loader(id))
 	if err != nil {
 		return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
 	}
-	pr, bad := p.seen.check(res, id)
-	if bad != nil {
-		p.refused.Add(1)
-		p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
-		if err := p.cache.Invalidate(ctx, key); err != nil {
-			p.log.Warn("could not delete the bad entry", "product", id, "err", err)
-		}
-		if res, err = p.cache.Fetch(ctx, key, load); err != nil {
-			return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
-		}
-		if pr, bad = p.seen.check(res, id); bad != nil {
-			// Still bad (rewritten meanwhile, or Redis unwritable): answer
-			// from PostgreSQL, uncached.
-			p.log.Warn("cached product failed verification twice; answering from the database", "product", id, "err", bad)
-			b, err := p.load(ctx, id)
-			switch {
-			case errors.Is(err, cache.ErrAbsent):
-				return Product{}, Freshness{Status: cache.Miss}, fmt.Errorf("product %d: %w", id, ErrNotFound)
-			case err != nil:
-				return Product{}, Freshness{}, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
-			}
-			res = cache.Result{Value: b, Status: cache.Miss}
-			if pr, bad = verify(res, id); bad != nil {
-				return Product{}, Freshness{}, bad
-			}
-		}
+	pr, res, err := p.verifyEntry(ctx, id, res)
+	if err != nil {
+		return Product{}, Freshness{}, err
 	}
 	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
 	if res.Absent {
@@ -122,10 +92,10 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	return pr, f, nil
 }
 
-// JSON is pr.JSON() (the body of a product answer and its ETag), encoded
-// once per cached payload rather than once per read when pr came from Get.
-// The body is shared: callers must not modify it.
-func (p *Products) JSON(pr Product) (body []byte, etag string) { return p.seen.encoded(pr) }
+// loader is the cache's way to load product id on a miss.
+func (p *Products) loader(id int64) cache.LoadFunc {
+	return func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) }
+}
 
 // load is the single query a cache miss may cost.
 func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
@@ -195,17 +165,17 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 
 // Update replaces a product's name and price (and adjusts its stock, if
 // asked), then refreshes the cached entry on every instance. With
-// in.IfMatch the row is locked, its version compared and the update made
-// in one transaction, so of two editors holding the same ETag exactly one
-// wins. updated_at moves strictly forward, even when a transaction that
+// in.Precondition the row is locked, the precondition checked and the
+// update made in one transaction, so of two editors holding the same
+// version exactly one wins. updated_at moves strictly forward, even when a transaction that
 // started earlier commits later: it is the cached entry's version
 // (EntryVersion), below which an entry is refused as a replay.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
 	err := p.with(ctx, func(conn db.Conn) error {
 		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
-			if in.IfMatch != nil {
-				if err := checkIfMatch(ctx, tx, id, in.IfMatch); err != nil {
+			if in.Precondition != nil {
+				if err := checkPrecondition(ctx, tx, id, in.Precondition); err != nil {
 					return err
 				}
 			}
@@ -230,10 +200,10 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 	return pr.inUTC(), nil
 }
 
-// checkIfMatch locks product id and fails with ErrPreconditionFailed unless
-// its current version is one the caller named. An absent product fails too:
-// If-Match asks for a current representation (RFC 9110 §13.1.1).
-func checkIfMatch(ctx context.Context, tx pgx.Tx, id int64, tags []string) error {
+// checkPrecondition locks product id and fails with ErrPreconditionFailed
+// unless ok accepts its current version. An absent product fails too: a
+// conditional update asks for a current one (If-Match, RFC 9110 §13.1.1).
+func checkPrecondition(ctx context.Context, tx pgx.Tx, id int64, ok func(Product) bool) error {
 	var cur Product
 	err := tx.QueryRow(ctx, `SELECT `+productColumns+` FROM products WHERE id = $1 FOR UPDATE`, id).Scan(cur.fields()...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -242,8 +212,8 @@ func checkIfMatch(ctx context.Context, tx pgx.Tx, id int64, tags []string) error
 	if err != nil {
 		return err
 	}
-	if cur = cur.inUTC(); !cur.Matches(tags) {
-		return fmt.Errorf("current version %s: %w", cur.ETag(), ErrPreconditionFailed)
+	if cur = cur.inUTC(); !ok(cur) {
+		return fmt.Errorf("current version %s: %w", cur.UpdatedAt.Format(time.RFC3339Nano), ErrPreconditionFailed)
 	}
 	return nil
 }

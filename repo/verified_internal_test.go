@@ -50,22 +50,3 @@ func TestVerifiedSkipsOnlyIdenticalPayloads(t *testing.T) {
 		t.Fatal("a payload rewritten in place after verification was served")
 	}
 }
-
-// TestEncodedOnlyForTheVerifiedProduct: the memoized answer is handed out
-// only for the very product it encodes; any other product, even one
-// differing only in its name, is encoded afresh.
-func TestEncodedOnlyForTheVerifiedProduct(t *testing.T) {
-	v := newVerified()
-	verified, err := v.check(cache.Result{Value: []byte(`{"id":7,"name":"lamp","price_cents":1200,"updated_at":"2026-01-02T03:04:05Z"}`)}, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	renamed := verified
-	renamed.Name = "desk"
-	for _, pr := range []Product{verified, renamed, {ID: 8, Name: "never verified"}} {
-		wantBody, wantTag := pr.JSON()
-		if body, tag := v.encoded(pr); string(body) != string(wantBody) || tag != wantTag {
-			t.Errorf("encoded(%q) = %s %s, want %s %s", pr.Name, body, tag, wantBody, wantTag)
-		}
-	}
-}

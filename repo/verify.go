@@ -2,6 +2,7 @@ package repo
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,44 @@ func verify(res cache.Result, id int64) (Product, error) {
 	return pr, nil
 }
 
+// verifyEntry returns the product a fetched entry holds, and the entry it
+// came from, once verified: a cached payload that does not decode as a
+// product, or is another product's, is never served (nor handed to a CDN
+// as public) and never a 500. It is counted, deleted and fetched again; if
+// that fails verification too (rewritten meanwhile, or Redis unwritable),
+// the product is answered from PostgreSQL, uncached. Such an entry comes
+// from a bug, an old format, or someone who can write to Redis.
+func (p *Products) verifyEntry(ctx context.Context, id int64, res cache.Result) (Product, cache.Result, error) {
+	pr, bad := p.seen.check(res, id)
+	if bad == nil {
+		return pr, res, nil
+	}
+	p.refused.Add(1)
+	p.log.Warn("cached product failed verification; deleting and reloading", "product", id, "err", bad)
+	key := Key(id)
+	if err := p.cache.Invalidate(ctx, key); err != nil {
+		p.log.Warn("could not delete the bad entry", "product", id, "err", err)
+	}
+	res, err := p.cache.Fetch(ctx, key, p.loader(id))
+	if err != nil {
+		return Product{}, res, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
+	}
+	if pr, bad = p.seen.check(res, id); bad == nil {
+		return pr, res, nil
+	}
+	p.log.Warn("cached product failed verification twice; answering from the database", "product", id, "err", bad)
+	b, err := p.load(ctx, id)
+	switch {
+	case errors.Is(err, cache.ErrAbsent):
+		return Product{}, cache.Result{Absent: true, Status: cache.Miss}, nil
+	case err != nil:
+		return Product{}, res, unavailable(fmt.Errorf("get product %d: %w", id, err), p.pool)
+	}
+	res = cache.Result{Value: b, Status: cache.Miss}
+	pr, bad = verify(res, id)
+	return pr, res, bad
+}
+
 // RefusedEntries counts the cached payloads Get refused (not a product,
 // another product's, not canonical, or breaking an invariant), each one
 // deleted and reloaded rather than served.
@@ -76,9 +115,7 @@ const verifiedSize = 4096
 // on every read; comparing them (a memcmp of ~100 bytes) instead of
 // strictly decoding them again is most of what a cached read costs in this
 // package. Anything that differs by one byte is verified afresh, so the
-// guarantee is unchanged: nothing is served that did not pass verify. It
-// also keeps that product's answer encoded (encoded), so a hot key is
-// encoded once per payload, not once per read.
+// guarantee is unchanged: nothing is served that did not pass verify.
 type verified struct {
 	last *lru.Cache[int64, verifiedPayload]
 }
@@ -86,10 +123,6 @@ type verified struct {
 type verifiedPayload struct {
 	payload []byte // owned copy: the cache's slice may be reused
 	product Product
-	// The product's answer, encoded once per payload rather than per read
-	// (read-only: every answer of the product shares it).
-	body []byte
-	etag string
 }
 
 func newVerified() verified {
@@ -110,16 +143,6 @@ func (v verified) check(res cache.Result, id int64) (Product, error) {
 		v.last.Remove(id)
 		return Product{}, err
 	}
-	body, etag := pr.JSON()
-	v.last.Add(id, verifiedPayload{payload: bytes.Clone(res.Value), product: pr, body: body, etag: etag})
+	v.last.Add(id, verifiedPayload{payload: bytes.Clone(res.Value), product: pr})
 	return pr, nil
-}
-
-// encoded is pr.JSON(), taken from the memo when pr is the product last
-// verified for its id: every read of a hot key.
-func (v verified) encoded(pr Product) (body []byte, etag string) {
-	if seen, ok := v.last.Peek(pr.ID); ok && seen.product == pr {
-		return seen.body, seen.etag
-	}
-	return pr.JSON()
 }

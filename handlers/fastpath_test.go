@@ -82,3 +82,53 @@ func TestHeadersPastTheArray(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPDates: a remembered Last-Modified is always the one Format writes,
+// for the same second again, for another second in the same slot, and for
+// an instant given in another zone; a zero time has none.
+func TestHTTPDates(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	slots := int64(len(httpDates{}.slots))
+	tests := []struct {
+		name string
+		t    time.Time
+	}{
+		{"first", base},
+		{"same second, another fraction", base.Add(300 * time.Millisecond)},
+		{"same slot, another second", base.Add(time.Duration(slots) * time.Second)},
+		{"back to the first", base},
+		{"next second", base.Add(time.Second)},
+		{"another zone", base.In(time.FixedZone("X", -7*3600))},
+		{"before 1970", time.Date(1960, 5, 6, 7, 8, 9, 0, time.UTC)},
+	}
+	var d httpDates
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := d.lastModified(tt.t), tt.t.UTC().Format(http.TimeFormat); got != want {
+				t.Errorf("%q, want %q", got, want)
+			}
+		})
+	}
+	if got := d.lastModified(time.Time{}); got != "" {
+		t.Errorf("zero time: %q, want none", got)
+	}
+}
+
+// TestProductBodiesOnlyForTheSameProduct: the memoized answer is handed out
+// only for the very product it encodes; any other product, even one
+// differing only in its name or its version, or sharing its slot, is
+// encoded afresh.
+func TestProductBodiesOnlyForTheSameProduct(t *testing.T) {
+	var b productBodies
+	lamp := repo.Product{ID: 7, Name: "lamp", PriceCents: 1200, UpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	renamed, newer, sameSlot := lamp, lamp, lamp
+	renamed.Name = "desk"
+	newer.UpdatedAt = newer.UpdatedAt.Add(time.Microsecond)
+	sameSlot.ID += int64(len(b.slots))
+	for _, p := range []repo.Product{lamp, lamp, renamed, lamp, newer, sameSlot, lamp, {ID: 8, Name: "other"}} {
+		wantBody, wantTag := productJSON(p)
+		if body, tag := b.json(p); string(body) != string(wantBody) || tag != wantTag {
+			t.Errorf("json(%+v) = %s %s, want %s %s", p, body, tag, wantBody, wantTag)
+		}
+	}
+}
