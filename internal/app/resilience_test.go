@@ -111,16 +111,12 @@ func timedGet(url string) answer {
 	return a
 }
 
-// eventually calls try every 50 ms until it returns true, and fails the test
-// with try's last description of the state after within.
+// eventually polls try (dbtest.Eventually) until it returns true, and
+// fails the test with try's last description of the state after within.
 func eventually(t *testing.T, within time.Duration, what string, try func() (bool, string)) {
 	t.Helper()
 	var state string
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var ok bool
-		if ok, state = try(); ok {
-			return
-		}
+	if !dbtest.Eventually(within, func() (ok bool) { ok, state = try(); return ok }) {
+		t.Fatalf("%s: not within %s; last: %s", what, within, state)
 	}
-	t.Fatalf("%s: not within %s; last: %s", what, within, state)
 }
