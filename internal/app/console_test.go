@@ -18,16 +18,11 @@ import (
 	"github.com/stampede-guard/api/internal/testkit/optional"
 )
 
-// chromiumPath finds Debian's chromium: required in CI (.ci/run installs
-// it), else the test is left out and named (optional.Tool.Require).
+// chromiumPath finds Debian's chromium: required in CI, else the test is
+// left out and named (optional.Tool.Require).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	return optional.Tool{
-		Name:       "chromium",
-		Env:        "CHROMIUM_BIN",
-		Install:    "install Debian's chromium package (apt-get install chromium); .ci/run does",
-		Candidates: []string{"chromium", "chromium-browser", "google-chrome"},
-	}.Require(t)
+	return optional.Chromium().Require(t)
 }
 
 // TestConsoleChartsReceiveData drives the live console in headless Chromium

@@ -149,32 +149,6 @@ func flushTracing(tr *tracing, log *slog.Logger) {
 	}
 }
 
-// startAdmin serves the console, its state feed and pprof on ADMIN_ADDR.
-// When the default address is taken, most likely by another instance on
-// this host, it falls back to a free loopback port: that must not stop
-// this instance from serving. An address the user chose still fails.
-func startAdmin(ctx context.Context, d *deps, m *metrics, reads *requestTally) (stop func(), err error) {
-	cfg, log := d.cfg, d.log
-	recent, stopWatch := watchLocks(ctx, d.rdb, cfg.FillChannel())
-	adm := &admin{cache: d.cache, pools: d.pools(), breakers: d.breakers(), metrics: m, rdb: d.rdb, log: log, token: cfg.AdminToken,
-		settings: consoleSettings(cfg), reads: reads, hot: d.hot, recent: recent}
-	stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
-	if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
-		log.Warn("admin: default address busy, using a free loopback port", "busy", cfg.AdminAddr)
-		stopAdmin, err = serveAdmin("127.0.0.1:0", adm, log)
-	}
-	if err != nil {
-		stopWatch()
-		return nil, err
-	}
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = stopAdmin(ctx)
-		stopWatch() // before Redis closes
-	}, nil
-}
-
 // warm loads the warm-up list (HOT_KEYS) and keeps it fresh ahead of
 // expiry, and loads the never-expiring STATIC_KEYS and keeps them repaired.
 func warm(ctx context.Context, d *deps) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/internal/admin"
 	"github.com/stampede-guard/api/internal/breaker"
 	"github.com/stampede-guard/api/middleware"
 )
@@ -18,7 +19,7 @@ import (
 type httpServer struct {
 	handler http.Handler
 	health  *handlers.Health
-	reads   *requestTally // nil with ADMIN_ADDR=off
+	reads   *admin.RequestTally // nil with ADMIN_ADDR=off
 }
 
 // newServer builds the gin engine (middleware in explicit order, the route
@@ -48,8 +49,8 @@ func newServer(d *deps, m *metrics, publicMetrics http.Handler, trace gin.Handle
 	if cfg.AdminAddr != "off" {
 		// Counted only where a console can show them: with ADMIN_ADDR=off
 		// the tally was a lock and a map update per request for no reader.
-		s.reads = newRequestTally()
-		engine.Use(s.reads.middleware())
+		s.reads = admin.NewRequestTally()
+		engine.Use(countRequests(s.reads))
 	}
 	handlers.Register(engine,
 		handlers.NewProducts(d.products, cfg.HTTPCache, log), handlers.NewOrders(d.orders, int32(cfg.Abuse.OrderMaxQuantity), log),

@@ -31,7 +31,7 @@ var mayImport = map[string][]string{
 	"migrations":               {},
 	"client":                   {},
 	"client/examples/order":    {"client"},
-	"internal/admin":           {"internal/console"},
+	"internal/admin":           {"cache", "db", "internal/breaker", "internal/console", "internal/hotkeys", "middleware"},
 	"internal/breaker":         {},
 	"internal/config":          {"cache", "db", "handlers"}, // reads into each package's own setting types
 	"internal/console":         {},

@@ -1,8 +1,7 @@
-package app
+package admin
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -11,10 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-guard/api/internal/config"
+	"github.com/stampede-guard/api/internal/hotkeys"
 )
 
 // What the console shows beyond counters: the running settings, the
@@ -26,33 +24,10 @@ import (
 // consoleWindow is how far back "hot keys" and "recent lock holders" look.
 const consoleWindow = 10 * time.Second
 
-// setting is one line of the console's settings table.
-type setting struct {
+// Setting is one line of the console's settings table.
+type Setting struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
-}
-
-// consoleSettings are the settings that decide how a stampede plays out.
-func consoleSettings(cfg config.Config) []setting {
-	hot := make([]string, len(cfg.WarmKeys))
-	for i, id := range cfg.WarmKeys {
-		hot[i] = fmt.Sprint(id)
-	}
-	waiter := map[int]string{0: "wait", 1: "fail", 2: "load"}[int(cfg.LockWaiter)]
-	return []setting{
-		{"CACHE_MODE", string(cfg.CacheMode)},
-		{"CACHE_TTL", cfg.CacheTTL.String()},
-		{"CACHE_SOFT_TTL", cfg.CacheSoftTTL.String()},
-		{"L1_TTL", cfg.L1TTL.String()},
-		{"LOCK_TTL", cfg.LockTTL.String()},
-		{"LOCK_WAIT", cfg.LockWait.String()},
-		{"LOCK_WAITER", waiter},
-		{"REQUEST_TIMEOUT", cfg.RequestTimeout.String()},
-		{"RATE_LIMIT", cfg.RateLimit},
-		{"SHED_MAX_WAITING", fmt.Sprint(cfg.ShedMaxWaiting)},
-		{"HOT_KEYS", strings.Join(hot, ",")},
-		{"CACHE_NAMESPACE", cfg.CacheNamespace},
-	}
 }
 
 // keyCount is a key and how often it was seen in the window.
@@ -61,9 +36,9 @@ type keyCount struct {
 	Count int64  `json:"count"`
 }
 
-// requestTally counts this instance's requests, and its product reads by id, in
+// RequestTally counts this instance's requests, and its product reads by id, in
 // two alternating half-windows, so the top keys cover the last 5-10 s.
-type requestTally struct {
+type RequestTally struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	cur, old map[int64]int64 // reads by product id
@@ -74,28 +49,24 @@ type requestTally struct {
 // made-up ids must not grow the map without limit.
 const maxTracked = 10_000
 
-func newRequestTally() *requestTally {
-	return &requestTally{cur: map[int64]int64{}, old: map[int64]int64{}, since: time.Now()}
+func NewRequestTally() *RequestTally {
+	return &RequestTally{cur: map[int64]int64{}, old: map[int64]int64{}, since: time.Now()}
 }
 
-// middleware counts every request, and GET/HEAD /products/:id by id once
-// the handler has answered it. Only an id the handler took (200, 304, or
-// 404 for a valid id no product has) is kept, as a number: a request the
-// rate limit, the shedder or the id check refused keeps nothing, and
-// whatever a client sends, the tally holds at most 2 × maxTracked
-// int64 pairs (two half-windows).
-func (h *requestTally) middleware() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		h.requests.Add(1)
-		c.Next()
-		if c.FullPath() != "/products/:id" || c.Request.Method != "GET" && c.Request.Method != "HEAD" {
-			return
-		}
-		switch c.Writer.Status() {
-		case http.StatusOK, http.StatusNotModified, http.StatusNotFound:
-			if id, ok := canonicalID(c.Param("id")); ok {
-				h.add(id) // "product " is added when read: no string built per request
-			}
+// Request counts one request, whatever its route and answer.
+func (h *RequestTally) Request() { h.requests.Add(1) }
+
+// Read counts a read of GET/HEAD /products/:id once the handler has
+// answered it with status. Only an id the handler took (200, 304, or 404
+// for a valid id no product has) is kept, as a number: a request the rate
+// limit, the shedder or the id check refused keeps nothing, and whatever a
+// client sends, the tally holds at most 2 × maxTracked int64 pairs (two
+// half-windows).
+func (h *RequestTally) Read(id string, status int) {
+	switch status {
+	case http.StatusOK, http.StatusNotModified, http.StatusNotFound:
+		if n, ok := canonicalID(id); ok {
+			h.add(n) // "product " is added when read: no string built per request
 		}
 	}
 }
@@ -115,7 +86,7 @@ func canonicalID(s string) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-func (h *requestTally) add(id int64) {
+func (h *RequestTally) add(id int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rotate(time.Now())
@@ -124,7 +95,7 @@ func (h *requestTally) add(id int64) {
 	}
 }
 
-func (h *requestTally) rotate(now time.Time) {
+func (h *RequestTally) rotate(now time.Time) {
 	switch d := now.Sub(h.since); {
 	case d >= consoleWindow:
 		h.cur, h.old, h.since = map[int64]int64{}, map[int64]int64{}, now
@@ -134,7 +105,7 @@ func (h *requestTally) rotate(now time.Time) {
 }
 
 // top returns the n keys requested most over the window.
-func (h *requestTally) top(n int) []keyCount {
+func (h *RequestTally) top(n int) []keyCount {
 	h.mu.Lock()
 	h.rotate(time.Now())
 	sum := make(map[int64]int64, len(h.cur)+len(h.old))
@@ -166,6 +137,14 @@ func topN(m map[string]int64, n int) []keyCount {
 	return out[:min(n, len(out))]
 }
 
+// hotKeyRates lists the heaviest keys for the console; empty when off.
+func hotKeyRates(d *hotkeys.Detector) []hotkeys.Rate {
+	if d == nil {
+		return []hotkeys.Rate{}
+	}
+	return d.Top()
+}
+
 // recentLock is a key whose lock was held in the window, on any instance.
 type recentLock struct {
 	Key      string `json:"key"`
@@ -174,17 +153,17 @@ type recentLock struct {
 	AgoMs    int64  `json:"ago_ms"`   // since the last one
 }
 
-// lockHistory keeps the lock holders heard on the fill channel lately.
-type lockHistory struct {
+// LockHistory keeps the lock holders heard on the fill channel lately.
+type LockHistory struct {
 	mu   sync.Mutex
 	keys map[string]*recentLock
 	last map[string]time.Time
 }
 
-// watchLocks listens on the fill channel until ctx ends or stop is called;
+// WatchLocks listens on the fill channel until ctx ends or stop is called;
 // stop returns once the listener has stopped.
-func watchLocks(ctx context.Context, rdb redis.UniversalClient, channel string) (h *lockHistory, stop func()) {
-	h = &lockHistory{keys: map[string]*recentLock{}, last: map[string]time.Time{}}
+func WatchLocks(ctx context.Context, rdb redis.UniversalClient, channel string) (h *LockHistory, stop func()) {
+	h = &LockHistory{keys: map[string]*recentLock{}, last: map[string]time.Time{}}
 	ctx, cancel := context.WithCancel(ctx)
 	sub := rdb.Subscribe(ctx, channel)
 	done := make(chan struct{})
@@ -218,7 +197,7 @@ func parseFill(payload string) (key string, filled bool) {
 }
 
 // seen records one holder's end: a fill (value stored) or a bare release.
-func (h *lockHistory) seen(key string, filled bool, now time.Time) {
+func (h *LockHistory) seen(key string, filled bool, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.expire(now)
@@ -238,7 +217,7 @@ func (h *lockHistory) seen(key string, filled bool, now time.Time) {
 	h.last[key] = now
 }
 
-func (h *lockHistory) expire(now time.Time) {
+func (h *LockHistory) expire(now time.Time) {
 	for k, t := range h.last {
 		if now.Sub(t) > consoleWindow {
 			delete(h.last, k)
@@ -248,7 +227,7 @@ func (h *lockHistory) expire(now time.Time) {
 }
 
 // recent returns up to n keys, the latest first.
-func (h *lockHistory) recent(n int) []recentLock {
+func (h *LockHistory) recent(n int) []recentLock {
 	if h == nil {
 		return []recentLock{}
 	}
