@@ -12,6 +12,7 @@ import (
 
 	"github.com/stampede-guard/api/internal/admin"
 	"github.com/stampede-guard/api/internal/config"
+	"github.com/stampede-guard/api/internal/telemetry"
 )
 
 // The admin listener's wiring: what it is built from, the settings the
@@ -22,10 +23,10 @@ import (
 // When the default address is taken, most likely by another instance on
 // this host, it falls back to a free loopback port: that must not stop
 // this instance from serving. An address the user chose still fails.
-func startAdmin(ctx context.Context, d *deps, m *metrics, reads *admin.RequestTally) (stop func(), err error) {
+func startAdmin(ctx context.Context, d *deps, m *telemetry.Metrics, reads *admin.RequestTally) (stop func(), err error) {
 	cfg, log := d.cfg, d.log
 	recent, stopWatch := admin.WatchLocks(ctx, d.rdb, cfg.FillChannel())
-	adm := &admin.Server{Cache: d.cache, Pools: d.pools(), Breakers: d.breakers(), Refusals: m.refusals, Redis: d.rdb, Log: log,
+	adm := &admin.Server{Cache: d.cache, Pools: d.pools(), Breakers: d.breakers(), Refusals: m.Refusals, Redis: d.rdb, Log: log,
 		Token: cfg.AdminToken, Settings: consoleSettings(cfg), Reads: reads, Hot: d.hot, Recent: recent}
 	stopAdmin, err := adm.Listen(cfg.AdminAddr)
 	if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {

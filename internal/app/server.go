@@ -11,6 +11,7 @@ import (
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/internal/admin"
 	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/telemetry"
 	"github.com/stampede-guard/api/middleware"
 )
 
@@ -25,7 +26,7 @@ type httpServer struct {
 // newServer builds the gin engine (middleware in explicit order, the route
 // classes of wire.go) and registers the whole API on it. publicMetrics is
 // the /metrics handler on the API port, or nil when METRICS_ADDR serves it.
-func newServer(d *deps, m *metrics, publicMetrics http.Handler, trace gin.HandlerFunc, access *middleware.AccessLog) (*httpServer, error) {
+func newServer(d *deps, m *telemetry.Metrics, publicMetrics http.Handler, trace gin.HandlerFunc, access *middleware.AccessLog) (*httpServer, error) {
 	cfg, log := d.cfg, d.log
 	health := handlers.NewHealth(time.Second, log,
 		handlers.Check{Name: "postgres", Ping: d.mainPool.Ping},

@@ -13,11 +13,14 @@ import (
 	limiter "github.com/ulule/limiter/v3"
 	memstore "github.com/ulule/limiter/v3/drivers/store/memory"
 	redisstore "github.com/ulule/limiter/v3/drivers/store/redis"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/internal/breaker"
 	"github.com/stampede-guard/api/internal/config"
+	"github.com/stampede-guard/api/internal/telemetry"
 	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/repo"
 )
@@ -26,7 +29,7 @@ import (
 // order: trace span (when tracing is on) → nosniff → recovery → request id
 // + access log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
-func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
+func newEngine(cfg config.Config, m *telemetry.Metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Before anything reads ClientIP: with no trusted proxies (the default)
@@ -46,10 +49,21 @@ func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.L
 		middleware.Nosniff(), // first: every answer carries it, a panic's 500 too
 		middleware.Recover(log),
 		middleware.RequestLog(access),
-		middleware.Metrics(m.requests),
+		middleware.Metrics(m.Requests()),
 		middleware.Timeout(cfg.RequestTimeout),
 	)
 	return engine, nil
+}
+
+// traceRequests is the server span of each request (the route as its
+// name), continuing a caller's W3C trace context; nil when tracing is off.
+func traceRequests(tr *telemetry.Tracing, service string) gin.HandlerFunc {
+	tp := tr.Provider()
+	if tp == nil {
+		return nil
+	}
+	return otelgin.Middleware(service, otelgin.WithTracerProvider(tp),
+		otelgin.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})))
 }
 
 // newLimitStore counts in Redis (one budget across instances) and falls back
@@ -80,7 +94,7 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 // → body read (writes, checkout) → shedding → concurrency limit. Low-value reports are
 // shed at a quarter of the queue that normal reads may join, checkout and
 // writes only at twice it. Every refusal is counted by reason and class.
-func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
+func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *telemetry.Metrics, log *slog.Logger) handlers.Classes {
 	lims := newLimits(cfg, rdb, log)
 	lim, keyLim := lims.ip, lims.key
 	auth := middleware.NewAuth(middleware.AuthConfig{
@@ -90,7 +104,7 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 		Failures: lims.authFailures, Log: log,
 	})
 	refused := func(reason, class string) func(*gin.Context) {
-		return func(*gin.Context) { m.refusedBy(reason, class) }
+		return func(*gin.Context) { m.RefusedBy(reason, class) }
 	}
 	chain := func(class string, q *db.Pool, maxWaiting int64, shedAtDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
 		// The class rides in the context to the pool's gate, which turns it
