@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
@@ -59,6 +61,17 @@ func newServer(d *deps, m *telemetry.Metrics, publicMetrics http.Handler, trace 
 		routeClasses(cfg, d.rdb, d.mainPool, d.reportsPool, m, log))
 	handlers.RegisterOpenAPI(engine)
 	return s, nil
+}
+
+// traceRequests is the server span of each request (the route as its
+// name), continuing a caller's W3C trace context; nil when tracing is off.
+func traceRequests(tr *telemetry.Tracing, service string) gin.HandlerFunc {
+	tp := tr.Provider()
+	if tp == nil {
+		return nil
+	}
+	return otelgin.Middleware(service, otelgin.WithTracerProvider(tp),
+		otelgin.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})))
 }
 
 // pools lists the two pools, for metrics and the console.

@@ -13,8 +13,6 @@ import (
 	limiter "github.com/ulule/limiter/v3"
 	memstore "github.com/ulule/limiter/v3/drivers/store/memory"
 	redisstore "github.com/ulule/limiter/v3/drivers/store/redis"
-	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
@@ -53,17 +51,6 @@ func newEngine(cfg config.Config, m *telemetry.Metrics, trace gin.HandlerFunc, l
 		middleware.Timeout(cfg.RequestTimeout),
 	)
 	return engine, nil
-}
-
-// traceRequests is the server span of each request (the route as its
-// name), continuing a caller's W3C trace context; nil when tracing is off.
-func traceRequests(tr *telemetry.Tracing, service string) gin.HandlerFunc {
-	tp := tr.Provider()
-	if tp == nil {
-		return nil
-	}
-	return otelgin.Middleware(service, otelgin.WithTracerProvider(tp),
-		otelgin.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})))
 }
 
 // newLimitStore counts in Redis (one budget across instances) and falls back
