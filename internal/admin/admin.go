@@ -43,7 +43,7 @@ type state struct {
 	Pools         []poolState                 `json:"pools"`
 	Refused       map[string]int64            `json:"refused"`
 	Locks         []lockHolder                `json:"locks"`
-	// The console's reading aids (console_feed.go): the running settings,
+	// The console's reading aids (console_feed.go, recentlocks.go): the running settings,
 	// the requests this instance served (against its database queries:
 	// the pools' acquires), the keys requested most and the locks held
 	// on any instance over the last 10 s.
