@@ -45,7 +45,12 @@ func lockTTL(t *testing.T, feed, key string) (int64, bool) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET %s: %v, %v", feed, resp, err)
 	}
-	var st adminState
+	var st struct {
+		Locks []struct {
+			Key   string `json:"key"`
+			TTLMs int64  `json:"ttl_ms"`
+		} `json:"locks"`
+	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatalf("decode state: %v", err)
 	}

@@ -45,52 +45,77 @@ func TestClientRetryAfterAndNoDuplicateOrders(t *testing.T) {
 	}
 
 	const callers, perCaller = 5, 3
-	type outcome struct {
-		key string
-		res client.OrderResult
-		err error
+	keys := placeOrders(t, ctx, gw.URL, policy, product.ID, callers, perCaller)
+	placed, replayed := 0, 0
+	for _, o := range keys {
+		switch {
+		case o.err == nil:
+			placed++
+			if o.res.Replayed {
+				replayed++
+			}
+		case !errors.Is(o.err, client.ErrRateLimited):
+			t.Errorf("order %s: %v, want success or ErrRateLimited after its retries", o.key, o.err)
+		}
 	}
-	outcomes := make([][]outcome, callers)
+	byKey, afterRetryAfter := checkRetrySpacing(t, gw)
+	stored := checkStoredOrders(t, ctx, env["DATABASE_URL"], product.ID, keys)
+	if stored < placed {
+		t.Errorf("%d orders in PostgreSQL, fewer than the %d the client placed", stored, placed)
+	}
+	t.Logf("%d logical orders: %d placed (%d replayed after a lost answer), %d stored; %d POST /orders sent, %d retries honoured a Retry-After",
+		callers*perCaller, placed, replayed, stored, countPosts(byKey), afterRetryAfter)
+}
+
+// orderOutcome is one logical order: its key and what the client returned.
+type orderOutcome struct {
+	key string
+	res client.OrderResult
+	err error
+}
+
+// placeOrders has callers clients, each with its own budget, place
+// perCaller orders of product one after another; the outcomes by key.
+func placeOrders(t *testing.T, ctx context.Context, url string, policy client.Option, product int64, callers, perCaller int) map[string]orderOutcome {
+	t.Helper()
+	outcomes := make([][]orderOutcome, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
 		// A roomy budget: this test is about when retries land and what
 		// they place, so the budget must not be what ends a call.
-		api := newAPI(t, gw.URL, policy, client.WithBudget(client.NewBudget(100, 0.1)))
+		api := newAPI(t, url, policy, client.WithBudget(client.NewBudget(100, 0.1)))
 		wg.Go(func() {
 			for range perCaller {
 				key := client.NewIdempotencyKey()
-				res, err := api.CreateOrder(ctx, client.NewOrder{ProductID: product.ID, Quantity: 1, IdempotencyKey: key})
-				outcomes[i] = append(outcomes[i], outcome{key, res, err})
+				res, err := api.CreateOrder(ctx, client.NewOrder{ProductID: product, Quantity: 1, IdempotencyKey: key})
+				outcomes[i] = append(outcomes[i], orderOutcome{key, res, err})
 			}
 		})
 	}
 	wg.Wait()
-
-	keys := map[string]outcome{}
-	placed, replayed := 0, 0
+	keys := map[string]orderOutcome{}
 	for _, os := range outcomes {
 		for _, o := range os {
 			keys[o.key] = o
-			switch {
-			case o.err == nil:
-				placed++
-				if o.res.Replayed {
-					replayed++
-				}
-			case !errors.Is(o.err, client.ErrRateLimited):
-				t.Errorf("order %s: %v, want success or ErrRateLimited after its retries", o.key, o.err)
-			}
 		}
 	}
+	return keys
+}
 
+// checkRetrySpacing: every retry of a logical order reached the service no
+// sooner than the Retry-After of the answer before it, and the lost
+// answers were retried. It returns each order's attempts and how many
+// retries followed a Retry-After.
+func checkRetrySpacing(t *testing.T, gw *gateway) (byKey map[string][]exchange, afterRetryAfter int) {
+	t.Helper()
 	// Each logical order's attempts, in the order the service saw them.
-	byKey := map[string][]exchange{}
+	byKey = map[string][]exchange{}
 	for _, ex := range gw.exchanges() {
 		if ex.method == http.MethodPost && ex.path == "/orders" {
 			byKey[ex.key] = append(byKey[ex.key], ex)
 		}
 	}
-	afterRetryAfter, afterLost := 0, 0
+	afterLost := 0
 	for key, exs := range byKey {
 		slices.SortFunc(exs, func(a, b exchange) int { return a.arrived.Compare(b.arrived) })
 		for i := 1; i < len(exs); i++ {
@@ -109,13 +134,19 @@ func TestClientRetryAfterAndNoDuplicateOrders(t *testing.T) {
 	if afterRetryAfter == 0 || afterLost != 2 {
 		t.Errorf("%d retries after a Retry-After and %d after a lost answer; want some and 2: the test exercised nothing", afterRetryAfter, afterLost)
 	}
+	return byKey, afterRetryAfter
+}
 
-	conn := dbConn(t, env["DATABASE_URL"])
-	rows, err := conn.Query(ctx, `SELECT id, idempotency_key FROM orders WHERE product_id = $1`, product.ID)
+// checkStoredOrders: every order of product in PostgreSQL carries the key
+// of one logical order, and the order its call returned. It returns how
+// many there are.
+func checkStoredOrders(t *testing.T, ctx context.Context, dbURL string, product int64, keys map[string]orderOutcome) (stored int) {
+	t.Helper()
+	conn := dbConn(t, dbURL)
+	rows, err := conn.Query(ctx, `SELECT id, idempotency_key FROM orders WHERE product_id = $1`, product)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := 0
 	for rows.Next() {
 		var id int64
 		var key *string
@@ -134,11 +165,7 @@ func TestClientRetryAfterAndNoDuplicateOrders(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if stored < placed {
-		t.Errorf("%d orders in PostgreSQL, fewer than the %d the client placed", stored, placed)
-	}
-	t.Logf("%d logical orders: %d placed (%d replayed after a lost answer), %d stored; %d POST /orders sent, %d retries honoured a Retry-After",
-		callers*perCaller, placed, replayed, stored, countPosts(byKey), afterRetryAfter)
+	return stored
 }
 
 func deref(s *string) string {

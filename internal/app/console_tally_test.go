@@ -1,38 +1,34 @@
 package app
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"reflect"
+	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/stampede-guard/api/middleware"
 )
 
 // TestConsoleTallyCountsOnlyValidatedIDs: the console's tally of product
-// reads keeps only ids the handler took (200, 304, 404), in bounded memory.
-// Huge ids (60 KB), random bytes, non-canonical spellings (400) and reads
-// the rate limit refused (429) must leave nothing behind; the probe that
-// found this held 18 MiB after 300 requests with 60 KB ids.
+// reads keeps only ids the handler took (200, 304, 404): the feed's top
+// keys are those ids and nothing else. Huge ids (60 KB), random bytes,
+// non-canonical spellings (400) and reads the rate limit refused (429)
+// must leave nothing behind; the probe that found this held 18 MiB after
+// 300 requests with 60 KB ids. (The memory bound itself is
+// internal/admin's TestTallyKeepsOnlyTakenIDs.)
 func TestConsoleTallyCountsOnlyValidatedIDs(t *testing.T) {
 	t.Parallel()
 	// 20 requests a minute from one address: the three good reads and
 	// some refused ids pass the limit, everything after it is a 429.
-	s := tallyServer(t, testEnv(t, map[string]string{"RATE_LIMIT": "20-M"}))
-	srv := httptest.NewServer(s.handler)
-	t.Cleanup(srv.Close)
+	a := launchApp(t, testEnv(t, map[string]string{"RATE_LIMIT": "20-M"}))
+	base := a.waitListening()
 
 	get := func(method, id string) int {
 		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+"/products/"+id, nil)
+		req, err := http.NewRequest(method, base+"/products/"+id, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,60 +69,32 @@ func TestConsoleTallyCountsOnlyValidatedIDs(t *testing.T) {
 		}
 	}
 
-	entries, keyBytes := tallyFootprint(s.reads)
-	if entries != 3 {
-		t.Errorf("tally holds %d ids, want 3 (1, 2, %d): refused reads were counted", entries, absentProductID)
-	}
-	if keyBytes > 20*entries {
-		t.Errorf("tally keys hold %d bytes for %d ids: unvalidated ids are kept", keyBytes, entries)
-	}
-	if top := s.reads.top(10); len(top) != 3 {
-		t.Errorf("top keys %v, want products 1, 2 and %d", top, absentProductID)
+	want := []string{"product 1", "product 2", fmt.Sprint("product ", absentProductID)}
+	if got := topKeys(t, a); !slices.Equal(got, want) {
+		t.Errorf("top keys %v, want %v: refused or malformed reads were counted", got, want)
 	}
 }
 
-// tallyServer builds the server of env the way run does, without
-// listening, so the test can look at its tally.
-func tallyServer(t *testing.T, env map[string]string) *httpServer {
+// topKeys reads the console feed's top keys of app a, sorted.
+func topKeys(t *testing.T, a *app) []string {
 	t.Helper()
-	cfg, err := loadConfig(envOf(env))
-	if err != nil {
-		t.Fatal(err)
+	admin := a.logs.records("admin listening")
+	if len(admin) == 0 {
+		t.Fatal(`no "admin listening" log line`)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := openDeps(ctx, cfg, &tracing{}, log)
-	if err != nil {
-		t.Fatal(err)
+	resp, body := call(t, "GET", fmt.Sprintf("http://%s/api/state", admin[0]["addr"]), nil, "")
+	var st struct {
+		TopKeys []struct {
+			Key string `json:"key"`
+		} `json:"top_keys"`
 	}
-	t.Cleanup(d.close)
-	m := newMetrics(d.cache, d.pools(), d.breakers())
-	s, err := newServer(d, m, nil, nil, middleware.NewAccessLog(io.Discard, slog.LevelInfo))
-	if err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(body, &st); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("GET /api/state: %d, %v", resp.StatusCode, err)
 	}
-	if s.reads == nil {
-		t.Fatal("no request tally (ADMIN_ADDR=off?)")
+	keys := make([]string, len(st.TopKeys))
+	for i, k := range st.TopKeys {
+		keys[i] = k.Key
 	}
-	return s
-}
-
-// tallyFootprint is what the tally holds over both half-windows: the ids
-// and the bytes of their keys (a string key's length, a number's size).
-func tallyFootprint(h *requestTally) (entries, keyBytes int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, m := range []any{h.cur, h.old} {
-		it := reflect.ValueOf(m).MapRange()
-		for it.Next() {
-			entries++
-			if k := it.Key(); k.Kind() == reflect.String {
-				keyBytes += k.Len()
-			} else {
-				keyBytes += int(k.Type().Size())
-			}
-		}
-	}
-	return entries, keyBytes
+	slices.Sort(keys)
+	return keys
 }

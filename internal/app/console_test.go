@@ -18,16 +18,11 @@ import (
 	"github.com/stampede-guard/api/internal/testkit/optional"
 )
 
-// chromiumPath finds Debian's chromium: required in CI (.ci/run installs
-// it), else the test is left out and named (optional.Tool.Require).
+// chromiumPath finds Debian's chromium: required in CI, else the test is
+// left out and named (optional.Tool.Require).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	return optional.Tool{
-		Name:       "chromium",
-		Env:        "CHROMIUM_BIN",
-		Install:    "install Debian's chromium package (apt-get install chromium); .ci/run does",
-		Candidates: []string{"chromium", "chromium-browser", "google-chrome"},
-	}.Require(t)
+	return optional.Chromium().Require(t)
 }
 
 // TestConsoleChartsReceiveData drives the live console in headless Chromium
@@ -102,38 +97,7 @@ func TestConsoleChartsReceiveData(t *testing.T) {
 		}
 	}
 
-	for _, chart := range []string{"cache", "db", "locks"} {
-		points, total := chartData(t, string(dom), chart)
-		if points < 2 {
-			t.Errorf("chart %q: got %d data points, want at least 2", chart, points)
-		}
-		if total <= 0 {
-			t.Errorf("chart %q: got total %v, want > 0 (the stampede's requests, loads and locks)", chart, total)
-		}
-	}
-	if !regexp.MustCompile(`postgres_main</td><td><span class="closed">closed`).MatchString(string(dom)) {
-		t.Errorf("breaker table does not show postgres_main closed; DOM:\n%.2000s", dom)
-	}
-	// What the page says in words: the running mode, the ratio, the keys
-	// of the stampede among the hot keys, and lock holders seen lately
-	// (a lock lives milliseconds: a look at Redis now would show none).
-	table := func(id string) string {
-		_, rest, _ := strings.Cut(string(dom), `<table id="`+id+`">`)
-		rows, _, _ := strings.Cut(rest, "</table>")
-		return rows
-	}
-	for what, c := range map[string]struct{ in, re string }{
-		"mode":           {string(dom), `<span id="mode"[^>]*>CACHE_MODE=swr</span>`},
-		"ratio":          {string(dom), `<span id="saved">(1 query per [0-9.]+ requests|no query for [0-9]+ requests)</span>`},
-		"hot keys":       {table("hot"), `<td>product 3[1-5]</td><td>[1-9][0-9]*</td>`},
-		"recent holders": {table("recent"), `<td>[^<]*product:v1:\{3[1-5]\}</td><td>[0-9]+</td>`},
-		"settings":       {string(dom), `LOCK_WAIT=<b>[0-9]`},
-	} {
-		if !regexp.MustCompile(c.re).MatchString(c.in) {
-			re := c.re
-			t.Errorf("console does not show the %s (want %s); DOM:\n%.3000s", what, re, dom)
-		}
-	}
+	checkConsoleDOM(t, string(dom))
 }
 
 // consoleShot: where TestConsoleChartsReceiveData saves its screenshot
@@ -157,4 +121,42 @@ func chartData(t *testing.T, dom, id string) (int, float64) {
 	points, _ := strconv.Atoi(attr("data-points"))
 	total, _ := strconv.ParseFloat(attr("data-total"), 64)
 	return points, total
+}
+
+// checkConsoleDOM: the charts got data, the breaker table and the page's
+// words show the stampede.
+func checkConsoleDOM(t *testing.T, dom string) {
+	t.Helper()
+	for _, chart := range []string{"cache", "db", "locks"} {
+		points, total := chartData(t, dom, chart)
+		if points < 2 {
+			t.Errorf("chart %q: got %d data points, want at least 2", chart, points)
+		}
+		if total <= 0 {
+			t.Errorf("chart %q: got total %v, want > 0 (the stampede's requests, loads and locks)", chart, total)
+		}
+	}
+	if !regexp.MustCompile(`postgres_main</td><td><span class="closed">closed`).MatchString(dom) {
+		t.Errorf("breaker table does not show postgres_main closed; DOM:\n%.2000s", dom)
+	}
+	// What the page says in words: the running mode, the ratio, the keys
+	// of the stampede among the hot keys, and lock holders seen lately
+	// (a lock lives milliseconds: a look at Redis now would show none).
+	table := func(id string) string {
+		_, rest, _ := strings.Cut(dom, `<table id="`+id+`">`)
+		rows, _, _ := strings.Cut(rest, "</table>")
+		return rows
+	}
+	for what, c := range map[string]struct{ in, re string }{
+		"mode":           {dom, `<span id="mode"[^>]*>CACHE_MODE=swr</span>`},
+		"ratio":          {dom, `<span id="saved">(1 query per [0-9.]+ requests|no query for [0-9]+ requests)</span>`},
+		"hot keys":       {table("hot"), `<td>product 3[1-5]</td><td>[1-9][0-9]*</td>`},
+		"recent holders": {table("recent"), `<td>[^<]*product:v1:\{3[1-5]\}</td><td>[0-9]+</td>`},
+		"settings":       {dom, `LOCK_WAIT=<b>[0-9]`},
+	} {
+		if !regexp.MustCompile(c.re).MatchString(c.in) {
+			re := c.re
+			t.Errorf("console does not show the %s (want %s); DOM:\n%.3000s", what, re, dom)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/internal/hotkeys"
 	"github.com/stampede-guard/api/internal/redisconn"
+	"github.com/stampede-guard/api/internal/telemetry"
 	"github.com/stampede-guard/api/repo"
 )
 
@@ -37,7 +38,7 @@ type deps struct {
 }
 
 // openDeps opens every dependency. On an error it closes what it opened.
-func openDeps(ctx context.Context, cfg config.Config, tr *tracing, log *slog.Logger) (*deps, error) {
+func openDeps(ctx context.Context, cfg config.Config, tr *telemetry.Tracing, log *slog.Logger) (*deps, error) {
 	d := &deps{cfg: cfg, log: log}
 	if err := d.open(ctx, tr); err != nil {
 		d.close()
@@ -46,7 +47,7 @@ func openDeps(ctx context.Context, cfg config.Config, tr *tracing, log *slog.Log
 	return d, nil
 }
 
-func (d *deps) open(ctx context.Context, tr *tracing) error {
+func (d *deps) open(ctx context.Context, tr *telemetry.Tracing) error {
 	if err := d.openDatabase(ctx, tr); err != nil {
 		return err
 	}
@@ -58,9 +59,9 @@ func (d *deps) open(ctx context.Context, tr *tracing) error {
 
 // openDatabase opens the main pool, checks its sizing, migrates, then
 // opens the reports pool.
-func (d *deps) openDatabase(ctx context.Context, tr *tracing) error {
+func (d *deps) openDatabase(ctx context.Context, tr *telemetry.Tracing) error {
 	cfg, log := d.cfg, d.log
-	main, err := db.Open(ctx, dbConfig(cfg, "main", cfg.MainMaxConns, tr.queryTracer(), log))
+	main, err := db.Open(ctx, dbConfig(cfg, "main", cfg.MainMaxConns, tr.QueryTracer(), log))
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (d *deps) openDatabase(ctx context.Context, tr *tracing) error {
 			return err
 		}
 	}
-	reports, err := db.Open(ctx, dbConfig(cfg, "reports", cfg.ReportsMaxConns, tr.queryTracer(), log))
+	reports, err := db.Open(ctx, dbConfig(cfg, "reports", cfg.ReportsMaxConns, tr.QueryTracer(), log))
 	if err != nil {
 		return err
 	}
@@ -88,14 +89,14 @@ func (d *deps) openDatabase(ctx context.Context, tr *tracing) error {
 // openRedis connects Redis (one server or a cluster) and hooks its breaker
 // in. An unreachable Redis is not fatal: the service answers from the
 // database while Redis is away, and /readyz says so.
-func (d *deps) openRedis(ctx context.Context, tr *tracing) error {
+func (d *deps) openRedis(ctx context.Context, tr *telemetry.Tracing) error {
 	rdb, err := redisconn.Open(redisConfig(d.cfg))
 	if err != nil {
 		return fmt.Errorf("config: REDIS_URL: %w", err)
 	}
 	d.rdb = rdb
 	d.closers = append(d.closers, func() { _ = rdb.Close() })
-	if err := tr.instrumentRedis(rdb); err != nil {
+	if err := tr.InstrumentRedis(rdb); err != nil {
 		return err
 	}
 	d.redisBreaker = redisconn.NewBreaker(rdb, breakerConfig(d.cfg, d.log)) // hooks itself into rdb
@@ -109,7 +110,7 @@ func (d *deps) openRedis(ctx context.Context, tr *tracing) error {
 // openCache builds the cache and the repositories on the pools and Redis.
 // Entries are always signed: with CACHE_SIGNING_KEY, by it; without, by the
 // key the fleet keeps in PostgreSQL (repo.CacheSigningKey), never in Redis.
-func (d *deps) openCache(ctx context.Context, tr *tracing) error {
+func (d *deps) openCache(ctx context.Context, tr *telemetry.Tracing) error {
 	cfg, log := d.cfg, d.log
 	key := cfg.CacheSigningKey
 	if len(key) == 0 {
@@ -129,7 +130,7 @@ func (d *deps) openCache(ctx context.Context, tr *tracing) error {
 	if replicas != nil {
 		d.closers = append(d.closers, func() { _ = replicas.Close() })
 	}
-	cc := cacheConfig(cfg, key, d.rdb, d.hot, replicas, tr.provider())
+	cc := cacheConfig(cfg, key, d.rdb, d.hot, replicas, tr.Provider())
 	// A miss the main pool would refuse is refused before its Redis lock:
 	// a refusal at memory speed, not after four round trips.
 	cc.Admit = d.mainPool.Admissible

@@ -33,14 +33,6 @@ func hotSet(d *hotkeys.Detector) cache.HotSet {
 	return d
 }
 
-// hotKeyRates lists the heaviest keys for the console; empty when off.
-func hotKeyRates(d *hotkeys.Detector) []hotkeys.Rate {
-	if d == nil {
-		return []hotkeys.Rate{}
-	}
-	return d.Top()
-}
-
 // newReplicaReads is the client of hot-key copy reads with
 // REDIS_REPLICA_READS (redisconn.ReplicaReads); nil unless enabled on a
 // cluster.

@@ -59,42 +59,7 @@ func TestBulkheadReportsCannotStarveCheckout(t *testing.T) {
 	slowReports(t, env["DATABASE_URL"], reportTime)
 	base, _ := startApp(t, env)
 
-	// The flood: 8 report clients in a loop until the critical work is done.
-	stop := make(chan struct{})
-	var flood sync.WaitGroup
-	var reportsOK, reportsRefused atomic.Int64
-	var slowestReport atomic.Int64
-	for range 8 {
-		flood.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				a := timedGet(base + "/reports/top-products")
-				switch {
-				case a.err != nil:
-				case a.status == http.StatusOK:
-					reportsOK.Add(1)
-					if int64(a.elapsed) > slowestReport.Load() {
-						slowestReport.Store(int64(a.elapsed))
-					}
-				case a.status == http.StatusServiceUnavailable:
-					reportsRefused.Add(1)
-					time.Sleep(50 * time.Millisecond) // a client honouring Retry-After would wait longer
-				}
-			}
-		})
-	}
-	t.Cleanup(flood.Wait)
-	t.Cleanup(func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-	})
+	flood := startReportFlood(t, base)
 	// A report is running (on whichever pool runs reports) before the
 	// critical work starts.
 	watch := dbConn(t, env["DATABASE_URL"])
@@ -105,19 +70,103 @@ func TestBulkheadReportsCannotStarveCheckout(t *testing.T) {
 		return n > 0, fmt.Sprintf("%d active report sessions", n)
 	})
 
-	type job struct {
-		method, path, body string
-		want               int
-	}
-	var jobs []job
-	for i := range 200 {
-		jobs = append(jobs, job{http.MethodGet, fmt.Sprintf("/products/%d", 101+i), "", http.StatusOK})
-		if i%2 == 0 {
-			jobs = append(jobs, job{http.MethodPost, "/orders", fmt.Sprintf(`{"product_id":%d,"quantity":1}`, 501+i/2), http.StatusCreated})
+	jobs := criticalJobs()
+	took, failed := runJobs(base, jobs)
+	flood.end()
+
+	var bad []string
+	for i, f := range failed {
+		if f != "" {
+			bad = append(bad, fmt.Sprintf("%s %s: %s", jobs[i].method, jobs[i].path, f))
 		}
 	}
-	took := make([]time.Duration, len(jobs))
-	failed := make([]string, len(jobs))
+	slices.Sort(took)
+	p50, p90 := took[len(took)/2], took[len(took)*9/10]
+	t.Logf("%d reads and checkouts beside the flood: %d failed, p50 %s, p90 %s, max %s; reports: %d ok (slowest %s), %d refused",
+		len(jobs), len(bad), p50, p90, took[len(took)-1], flood.ok.Load(), time.Duration(flood.slowest.Load()), flood.refused.Load())
+	if len(bad)*100 > len(jobs) {
+		t.Errorf("%d of %d uncached reads and checkouts failed beside the reports flood, want ≤ 1 %%: %v", len(bad), len(jobs), bad[:min(len(bad), 5)])
+	}
+	if p90 >= reportTime/2 {
+		t.Errorf("p90 of uncached reads and checkouts %s beside the reports flood, want under half a report's %s", p90, reportTime)
+	}
+	// The flood was real: reports were slow and the pool turned some away.
+	if flood.ok.Load() == 0 || time.Duration(flood.slowest.Load()) < reportTime {
+		t.Errorf("reports: %d answered, slowest %s; want some taking ≥ %s (the flood did not happen)", flood.ok.Load(), time.Duration(flood.slowest.Load()), reportTime)
+	}
+	if flood.refused.Load() == 0 {
+		t.Errorf("no report was refused: the reports pool was never saturated")
+	}
+}
+
+// reportFlood is 8 report clients asking in a loop until end.
+type reportFlood struct {
+	stop        chan struct{}
+	wg          sync.WaitGroup
+	ok, refused atomic.Int64
+	slowest     atomic.Int64 // nanoseconds
+	stopOnce    sync.Once
+}
+
+func startReportFlood(t *testing.T, base string) *reportFlood {
+	f := &reportFlood{stop: make(chan struct{})}
+	for range 8 {
+		f.wg.Go(func() {
+			for {
+				select {
+				case <-f.stop:
+					return
+				default:
+				}
+				a := timedGet(base + "/reports/top-products")
+				switch {
+				case a.err != nil:
+				case a.status == http.StatusOK:
+					f.ok.Add(1)
+					if int64(a.elapsed) > f.slowest.Load() {
+						f.slowest.Store(int64(a.elapsed))
+					}
+				case a.status == http.StatusServiceUnavailable:
+					f.refused.Add(1)
+					time.Sleep(50 * time.Millisecond) // a client honouring Retry-After would wait longer
+				}
+			}
+		})
+	}
+	t.Cleanup(f.wg.Wait)
+	t.Cleanup(func() { f.stopOnce.Do(func() { close(f.stop) }) })
+	return f
+}
+
+// end stops the flood and waits for its clients.
+func (f *reportFlood) end() {
+	f.stopOnce.Do(func() { close(f.stop) })
+	f.wg.Wait()
+}
+
+// bulkheadJob is one critical request and the status it wants.
+type bulkheadJob struct {
+	method, path, body string
+	want               int
+}
+
+// criticalJobs are 200 uncached product reads and 100 checkouts.
+func criticalJobs() []bulkheadJob {
+	var jobs []bulkheadJob
+	for i := range 200 {
+		jobs = append(jobs, bulkheadJob{http.MethodGet, fmt.Sprintf("/products/%d", 101+i), "", http.StatusOK})
+		if i%2 == 0 {
+			jobs = append(jobs, bulkheadJob{http.MethodPost, "/orders", fmt.Sprintf(`{"product_id":%d,"quantity":1}`, 501+i/2), http.StatusCreated})
+		}
+	}
+	return jobs
+}
+
+// runJobs sends jobs from 8 clients: how long each took, and how each
+// failed ("" when it got its status).
+func runJobs(base string, jobs []bulkheadJob) (took []time.Duration, failed []string) {
+	took = make([]time.Duration, len(jobs))
+	failed = make([]string, len(jobs))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -141,30 +190,5 @@ func TestBulkheadReportsCannotStarveCheckout(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	close(stop)
-	flood.Wait()
-
-	var bad []string
-	for i, f := range failed {
-		if f != "" {
-			bad = append(bad, fmt.Sprintf("%s %s: %s", jobs[i].method, jobs[i].path, f))
-		}
-	}
-	slices.Sort(took)
-	p50, p90 := took[len(took)/2], took[len(took)*9/10]
-	t.Logf("%d reads and checkouts beside the flood: %d failed, p50 %s, p90 %s, max %s; reports: %d ok (slowest %s), %d refused",
-		len(jobs), len(bad), p50, p90, took[len(took)-1], reportsOK.Load(), time.Duration(slowestReport.Load()), reportsRefused.Load())
-	if len(bad)*100 > len(jobs) {
-		t.Errorf("%d of %d uncached reads and checkouts failed beside the reports flood, want ≤ 1 %%: %v", len(bad), len(jobs), bad[:min(len(bad), 5)])
-	}
-	if p90 >= reportTime/2 {
-		t.Errorf("p90 of uncached reads and checkouts %s beside the reports flood, want under half a report's %s", p90, reportTime)
-	}
-	// The flood was real: reports were slow and the pool turned some away.
-	if reportsOK.Load() == 0 || time.Duration(slowestReport.Load()) < reportTime {
-		t.Errorf("reports: %d answered, slowest %s; want some taking ≥ %s (the flood did not happen)", reportsOK.Load(), time.Duration(slowestReport.Load()), reportTime)
-	}
-	if reportsRefused.Load() == 0 {
-		t.Errorf("no report was refused: the reports pool was never saturated")
-	}
+	return took, failed
 }

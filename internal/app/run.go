@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/handlers"
@@ -27,6 +26,7 @@ import (
 	"github.com/stampede-guard/api/internal/logbuf"
 	"github.com/stampede-guard/api/internal/redisconn"
 	"github.com/stampede-guard/api/internal/server"
+	"github.com/stampede-guard/api/internal/telemetry"
 	"github.com/stampede-guard/api/middleware"
 )
 
@@ -77,7 +77,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	redisconn.SetLogger(log) // go-redis's logger is one per process
 	// Tracing next, so its deferred shutdown runs last and flushes the
 	// spans of everything closed before it.
-	tr, err := newTracing(ctx, cfg.Tracing)
+	tr, err := telemetry.NewTracing(ctx, cfg.Tracing)
 	if err != nil {
 		return err
 	}
@@ -97,8 +97,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	defer d.close()
-	m := newMetrics(d.cache, d.pools(), d.breakers())
-	m.reg.MustRegister(hotKeysCollector{d.hot}, refusedPayloads(d.products), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m := telemetry.NewMetrics(d.cache, d.pools(), d.breakers())
+	m.Register(hotKeysCollector{d.hot}, telemetry.RefusedPayloads(d.products.RefusedEntries), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "stampede_unknown_id_filter_loaded",
 		Help: "1 once the unknown-id filter answers (or when it is off); 0 while it loads in the background and every id takes the normal path.",
 	}, func() float64 {
@@ -107,12 +107,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		}
 		return 0
 	}))
-	publicMetrics, stopMetrics, err := serveMetrics(cfg.MetricsAddr, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}), log)
+	publicMetrics, stopMetrics, err := telemetry.ServeMetrics(cfg.MetricsAddr, m.Handler(), log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	s, err := newServer(d, m, publicMetrics, tr.middleware(cfg.Tracing.ServiceName), access)
+	s, err := newServer(d, m, publicMetrics, traceRequests(tr, cfg.Tracing.ServiceName), access)
 	if err != nil {
 		return err
 	}
@@ -141,38 +141,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 }
 
 // flushTracing flushes the spans still buffered, within 5 s.
-func flushTracing(tr *tracing, log *slog.Logger) {
+func flushTracing(tr *telemetry.Tracing, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := tr.shutdown(ctx); err != nil {
+	if err := tr.Shutdown(ctx); err != nil {
 		log.Warn("tracing: flush at shutdown failed", "err", err)
 	}
-}
-
-// startAdmin serves the console, its state feed and pprof on ADMIN_ADDR.
-// When the default address is taken, most likely by another instance on
-// this host, it falls back to a free loopback port: that must not stop
-// this instance from serving. An address the user chose still fails.
-func startAdmin(ctx context.Context, d *deps, m *metrics, reads *requestTally) (stop func(), err error) {
-	cfg, log := d.cfg, d.log
-	recent, stopWatch := watchLocks(ctx, d.rdb, cfg.FillChannel())
-	adm := &admin{cache: d.cache, pools: d.pools(), breakers: d.breakers(), metrics: m, rdb: d.rdb, log: log, token: cfg.AdminToken,
-		settings: consoleSettings(cfg), reads: reads, hot: d.hot, recent: recent}
-	stopAdmin, err := serveAdmin(cfg.AdminAddr, adm, log)
-	if err != nil && !cfg.AdminAddrSet && errors.Is(err, syscall.EADDRINUSE) {
-		log.Warn("admin: default address busy, using a free loopback port", "busy", cfg.AdminAddr)
-		stopAdmin, err = serveAdmin("127.0.0.1:0", adm, log)
-	}
-	if err != nil {
-		stopWatch()
-		return nil, err
-	}
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = stopAdmin(ctx)
-		stopWatch() // before Redis closes
-	}, nil
 }
 
 // warm loads the warm-up list (HOT_KEYS) and keeps it fresh ahead of

@@ -6,10 +6,14 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/internal/admin"
 	"github.com/stampede-guard/api/internal/breaker"
+	"github.com/stampede-guard/api/internal/telemetry"
 	"github.com/stampede-guard/api/middleware"
 )
 
@@ -18,13 +22,13 @@ import (
 type httpServer struct {
 	handler http.Handler
 	health  *handlers.Health
-	reads   *requestTally // nil with ADMIN_ADDR=off
+	reads   *admin.RequestTally // nil with ADMIN_ADDR=off
 }
 
 // newServer builds the gin engine (middleware in explicit order, the route
 // classes of wire.go) and registers the whole API on it. publicMetrics is
 // the /metrics handler on the API port, or nil when METRICS_ADDR serves it.
-func newServer(d *deps, m *metrics, publicMetrics http.Handler, trace gin.HandlerFunc, access *middleware.AccessLog) (*httpServer, error) {
+func newServer(d *deps, m *telemetry.Metrics, publicMetrics http.Handler, trace gin.HandlerFunc, access *middleware.AccessLog) (*httpServer, error) {
 	cfg, log := d.cfg, d.log
 	health := handlers.NewHealth(time.Second, log,
 		handlers.Check{Name: "postgres", Ping: d.mainPool.Ping},
@@ -48,8 +52,8 @@ func newServer(d *deps, m *metrics, publicMetrics http.Handler, trace gin.Handle
 	if cfg.AdminAddr != "off" {
 		// Counted only where a console can show them: with ADMIN_ADDR=off
 		// the tally was a lock and a map update per request for no reader.
-		s.reads = newRequestTally()
-		engine.Use(s.reads.middleware())
+		s.reads = admin.NewRequestTally()
+		engine.Use(countRequests(s.reads))
 	}
 	handlers.Register(engine,
 		handlers.NewProducts(d.products, cfg.HTTPCache, log), handlers.NewOrders(d.orders, int32(cfg.Abuse.OrderMaxQuantity), log),
@@ -57,6 +61,17 @@ func newServer(d *deps, m *metrics, publicMetrics http.Handler, trace gin.Handle
 		routeClasses(cfg, d.rdb, d.mainPool, d.reportsPool, m, log))
 	handlers.RegisterOpenAPI(engine)
 	return s, nil
+}
+
+// traceRequests is the server span of each request (the route as its
+// name), continuing a caller's W3C trace context; nil when tracing is off.
+func traceRequests(tr *telemetry.Tracing, service string) gin.HandlerFunc {
+	tp := tr.Provider()
+	if tp == nil {
+		return nil
+	}
+	return otelgin.Middleware(service, otelgin.WithTracerProvider(tp),
+		otelgin.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})))
 }
 
 // pools lists the two pools, for metrics and the console.

@@ -18,43 +18,32 @@ func TestStatusCodes(t *testing.T) {
 	// Above the stock of a seeded product (1000), so "beyond stock" is 409.
 	env := testEnv(t, map[string]string{"ORDER_MAX_QUANTITY": "5000"})
 	base, _ := startApp(t, env)
+	for _, tc := range statusCases() {
+		t.Run(tc.name, func(t *testing.T) { checkStatus(t, base, tc) })
+	}
+}
 
+// statusCheck looks further at an answer whose status was as wanted.
+type statusCheck func(t *testing.T, r *http.Response, body map[string]any)
+
+// statusCase is one request of TestStatusCodes and the status it wants.
+type statusCase struct {
+	name, method, path string
+	headers            map[string]string
+	body               string
+	want               int
+	check              statusCheck
+}
+
+// statusCases are TestStatusCodes' requests, in order.
+func statusCases() []statusCase {
 	newName := "Renamed " + dbtest.Unique()
 	idemKey := "status-" + dbtest.Unique()
 	var firstOrderID any
-	header := func(name, want string) func(*testing.T, *http.Response, map[string]any) {
-		return func(t *testing.T, r *http.Response, _ map[string]any) {
-			if got := r.Header.Get(name); got != want {
-				t.Errorf("%s: got %q, want %q", name, got, want)
-			}
-		}
-	}
-	cacheHeaders := func(xcache, cacheStatus string) func(*testing.T, *http.Response, map[string]any) {
-		return func(t *testing.T, r *http.Response, _ map[string]any) {
-			header("X-Cache", xcache)(t, r, nil)
-			if got := r.Header.Get("Cache-Status"); !strings.HasPrefix(got, "stampede-guard; "+cacheStatus) {
-				t.Errorf("Cache-Status: got %q, want prefix %q", got, "stampede-guard; "+cacheStatus)
-			}
-		}
-	}
-	location := func(pattern string) func(*testing.T, *http.Response, map[string]any) {
-		return func(t *testing.T, r *http.Response, _ map[string]any) {
-			if got := r.Header.Get("Location"); !regexp.MustCompile(pattern).MatchString(got) {
-				t.Errorf("Location: got %q, want match %s", got, pattern)
-			}
-		}
-	}
 	bigName := strings.Repeat("a", 1<<20)
-
-	cases := []struct {
-		name, method, path string
-		headers            map[string]string
-		body               string
-		want               int
-		check              func(t *testing.T, r *http.Response, body map[string]any)
-	}{
-		{"get miss", "GET", "/products/1", nil, "", 200, cacheHeaders("MISS", "fwd=miss")},
-		{"get hit", "GET", "/products/1", nil, "", 200, cacheHeaders("HIT", "hit")},
+	return []statusCase{
+		{"get miss", "GET", "/products/1", nil, "", 200, wantCacheHeaders("MISS", "fwd=miss")},
+		{"get hit", "GET", "/products/1", nil, "", 200, wantCacheHeaders("HIT", "hit")},
 		{"id zero", "GET", "/products/0", nil, "", 400, nil},
 		{"id negative", "GET", "/products/-3", nil, "", 400, nil},
 		{"id not a number", "GET", "/products/abc", nil, "", 400, nil},
@@ -68,7 +57,7 @@ func TestStatusCodes(t *testing.T) {
 		{"list limit zero", "GET", "/products?limit=0", nil, "", 400, nil},
 		{"list limit not a number", "GET", "/products?limit=abc", nil, "", 400, nil},
 		{"list after negative", "GET", "/products?after=-1", nil, "", 400, nil},
-		{"create", "POST", "/products", nil, `{"name":"Widget","price_cents":1234,"stock":3}`, 201, location(`^/products/\d+$`)},
+		{"create", "POST", "/products", nil, `{"name":"Widget","price_cents":1234,"stock":3}`, 201, wantLocation(`^/products/\d+$`)},
 		{"create malformed json", "POST", "/products", nil, `{"name":`, 400, nil},
 		{"create unknown field", "POST", "/products", nil, `{"name":"a","price_cents":1,"colour":"red"}`, 400, nil},
 		{"create wrong type", "POST", "/products", nil, `{"name":"a","price_cents":"5"}`, 400, nil},
@@ -87,7 +76,7 @@ func TestStatusCodes(t *testing.T) {
 		{"update absent", "PUT", "/products/999999", nil, `{"name":"a","price_cents":1}`, 404, nil},
 		{"delete not allowed", "DELETE", "/products/1", nil, "", 405, nil},
 		{"no such route", "GET", "/nope", nil, "", 404, nil},
-		{"order", "POST", "/orders", nil, `{"product_id":3,"quantity":1}`, 201, location(`^/orders/\d+\?token=[A-Za-z0-9_-]{43}$`)},
+		{"order", "POST", "/orders", nil, `{"product_id":3,"quantity":1}`, 201, wantLocation(`^/orders/\d+\?token=[A-Za-z0-9_-]{43}$`)},
 		{"order quantity zero", "POST", "/orders", nil, `{"product_id":3,"quantity":0}`, 400, nil},
 		{"order quantity negative", "POST", "/orders", nil, `{"product_id":3,"quantity":-2}`, 400, nil},
 		{"order missing product", "POST", "/orders", nil, `{"quantity":1}`, 400, nil},
@@ -96,12 +85,12 @@ func TestStatusCodes(t *testing.T) {
 		{"order above ORDER_MAX_QUANTITY", "POST", "/orders", nil, `{"product_id":3,"quantity":5001}`, 400, nil},
 		{"idempotent first", "POST", "/orders", map[string]string{"Idempotency-Key": idemKey}, `{"product_id":4,"quantity":2}`, 201,
 			func(t *testing.T, r *http.Response, b map[string]any) {
-				header("Idempotent-Replayed", "")(t, r, nil)
+				wantHeader("Idempotent-Replayed", "")(t, r, nil)
 				firstOrderID = b["id"]
 			}},
 		{"idempotent replay", "POST", "/orders", map[string]string{"Idempotency-Key": idemKey}, `{"product_id":4,"quantity":2}`, 201,
 			func(t *testing.T, r *http.Response, b map[string]any) {
-				header("Idempotent-Replayed", "true")(t, r, nil)
+				wantHeader("Idempotent-Replayed", "true")(t, r, nil)
 				if b["id"] == nil || b["id"] != firstOrderID {
 					t.Errorf("order id: got %v, want %v (the first order)", b["id"], firstOrderID)
 				}
@@ -116,25 +105,51 @@ func TestStatusCodes(t *testing.T) {
 		{"healthz", "GET", "/healthz", nil, "", 200, nil},
 		{"readyz", "GET", "/readyz", nil, "", 200, nil},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			resp, raw := call(t, tc.method, base+tc.path, tc.headers, tc.body)
-			if resp.StatusCode >= 500 {
-				t.Fatalf("%s %s: got %d, want %d (never 5xx); body %s", tc.method, tc.path, resp.StatusCode, tc.want, raw)
-			}
-			if resp.StatusCode != tc.want {
-				t.Fatalf("%s %s: got %d, want %d; body %s", tc.method, tc.path, resp.StatusCode, tc.want, raw)
-			}
-			if got := resp.Header.Get("Content-Type"); !strings.HasPrefix(got, "application/json") {
-				t.Errorf("Content-Type: got %q, want application/json", got)
-			}
-			body := decodeObject(t, raw)
-			if msg, _ := body["error"].(string); tc.want >= 400 && msg == "" {
-				t.Errorf("error key: got body %s, want a non-empty \"error\"", raw)
-			}
-			if tc.check != nil {
-				tc.check(t, resp, body)
-			}
-		})
+}
+
+// checkStatus sends tc and checks its answer: tc.want, never 5xx, JSON
+// with an "error" on every refusal, and tc.check.
+func checkStatus(t *testing.T, base string, tc statusCase) {
+	resp, raw := call(t, tc.method, base+tc.path, tc.headers, tc.body)
+	if resp.StatusCode >= 500 {
+		t.Fatalf("%s %s: got %d, want %d (never 5xx); body %s", tc.method, tc.path, resp.StatusCode, tc.want, raw)
+	}
+	if resp.StatusCode != tc.want {
+		t.Fatalf("%s %s: got %d, want %d; body %s", tc.method, tc.path, resp.StatusCode, tc.want, raw)
+	}
+	if got := resp.Header.Get("Content-Type"); !strings.HasPrefix(got, "application/json") {
+		t.Errorf("Content-Type: got %q, want application/json", got)
+	}
+	body := decodeObject(t, raw)
+	if msg, _ := body["error"].(string); tc.want >= 400 && msg == "" {
+		t.Errorf("error key: got body %s, want a non-empty \"error\"", raw)
+	}
+	if tc.check != nil {
+		tc.check(t, resp, body)
+	}
+}
+
+func wantHeader(name, want string) statusCheck {
+	return func(t *testing.T, r *http.Response, _ map[string]any) {
+		if got := r.Header.Get(name); got != want {
+			t.Errorf("%s: got %q, want %q", name, got, want)
+		}
+	}
+}
+
+func wantCacheHeaders(xcache, cacheStatus string) statusCheck {
+	return func(t *testing.T, r *http.Response, _ map[string]any) {
+		wantHeader("X-Cache", xcache)(t, r, nil)
+		if got := r.Header.Get("Cache-Status"); !strings.HasPrefix(got, "stampede-guard; "+cacheStatus) {
+			t.Errorf("Cache-Status: got %q, want prefix %q", got, "stampede-guard; "+cacheStatus)
+		}
+	}
+}
+
+func wantLocation(pattern string) statusCheck {
+	return func(t *testing.T, r *http.Response, _ map[string]any) {
+		if got := r.Header.Get("Location"); !regexp.MustCompile(pattern).MatchString(got) {
+			t.Errorf("Location: got %q, want match %s", got, pattern)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/internal/breaker"
 	"github.com/stampede-guard/api/internal/config"
+	"github.com/stampede-guard/api/internal/telemetry"
 	"github.com/stampede-guard/api/middleware"
 	"github.com/stampede-guard/api/repo"
 )
@@ -26,7 +27,7 @@ import (
 // order: trace span (when tracing is on) → nosniff → recovery → request id
 // + access log → deadline. The API routes add
 // per-IP rate limit → priority shedding → concurrency limit (routeClasses).
-func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
+func newEngine(cfg config.Config, m *telemetry.Metrics, trace gin.HandlerFunc, log *slog.Logger, access *middleware.AccessLog) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Before anything reads ClientIP: with no trusted proxies (the default)
@@ -46,7 +47,7 @@ func newEngine(cfg config.Config, m *metrics, trace gin.HandlerFunc, log *slog.L
 		middleware.Nosniff(), // first: every answer carries it, a panic's 500 too
 		middleware.Recover(log),
 		middleware.RequestLog(access),
-		middleware.Metrics(m.requests),
+		middleware.Metrics(m.Requests()),
 		middleware.Timeout(cfg.RequestTimeout),
 	)
 	return engine, nil
@@ -75,12 +76,46 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 	)
 }
 
-// routeClasses builds the API's admission control, per priority class:
-// rate limit (per API key when a valid one is presented, per IP otherwise)
-// → body read (writes, checkout) → shedding → concurrency limit. Low-value reports are
-// shed at a quarter of the queue that normal reads may join, checkout and
-// writes only at twice it. Every refusal is counted by reason and class.
-func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *metrics, log *slog.Logger) handlers.Classes {
+// routeClass is one priority class of the API's routes, a row of
+// classTable: what its requests pass before a handler.
+type routeClass struct {
+	slot        *[]gin.HandlerFunc // where the chain goes in handlers.Classes
+	name        string             // the class label of refusals (metrics, console)
+	priority    db.Priority        // its share at the pool's gate
+	pool        *db.Pool           // the pool whose queue shedding watches
+	maxWaiting  int64              // the queue the class may join (gate and door)
+	shedAtDoor  bool               // refuse at the door once that queue is full
+	concurrency int                // requests of the class in flight at most
+	before      []gin.HandlerFunc  // after the rate limit, before anything scarce
+}
+
+// classTable is the API's priority classes. Low-value reports are shed at
+// a quarter of the queue that normal reads may join, checkout and writes
+// only at twice it.
+func classTable(cfg config.Config, classes *handlers.Classes, mainPool, reportsPool *db.Pool) []routeClass {
+	limit := int64(cfg.ShedMaxWaiting)
+	// Bodies are read whole before shedding and the concurrency limit, so
+	// a client that trickles its body never holds a slot (see ReadBody).
+	readBody := middleware.ReadBody(middleware.BodyConfig{
+		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
+	})
+	return []routeClass{
+		{slot: &classes.Critical, name: "critical", priority: db.Critical, pool: mainPool,
+			maxWaiting: 2 * limit, shedAtDoor: true, concurrency: cfg.LimitCritical, before: []gin.HandlerFunc{readBody}},
+		// Normal reads are mostly cached: only the pool refuses them, at
+		// the moment one would queue; a read served from the cache never is.
+		{slot: &classes.Normal, name: "normal", priority: db.Normal, pool: mainPool,
+			maxWaiting: limit, shedAtDoor: false, concurrency: cfg.LimitNormal},
+		{slot: &classes.Low, name: "low", priority: db.Low, pool: reportsPool,
+			maxWaiting: max(1, limit/4), shedAtDoor: true, concurrency: cfg.LimitLow},
+	}
+}
+
+// routeClasses builds the API's admission control, per priority class
+// (classTable): rate limit (per API key when a valid one is presented,
+// per IP otherwise) → body read (writes, checkout) → shedding →
+// concurrency limit. Every refusal is counted by reason and class.
+func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *telemetry.Metrics, log *slog.Logger) handlers.Classes {
 	lims := newLimits(cfg, rdb, log)
 	lim, keyLim := lims.ip, lims.key
 	auth := middleware.NewAuth(middleware.AuthConfig{
@@ -90,39 +125,27 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 		Failures: lims.authFailures, Log: log,
 	})
 	refused := func(reason, class string) func(*gin.Context) {
-		return func(*gin.Context) { m.refusedBy(reason, class) }
+		return func(*gin.Context) { m.RefusedBy(reason, class) }
 	}
-	chain := func(class string, q *db.Pool, maxWaiting int64, shedAtDoor bool, concurrency int, before ...gin.HandlerFunc) []gin.HandlerFunc {
+	var classes handlers.Classes
+	for _, rc := range classTable(cfg, &classes, mainPool, reportsPool) {
 		// The class rides in the context to the pool's gate, which turns it
 		// into a share of the request's deadline and a queue cap
 		// (db/admission.go). First in the chain: a key lookup
 		// (auth.Identify) reaches the pool too, within the class's cap.
-		hs := []gin.HandlerFunc{markClass(&db.Class{Priority: classPriority[class], MaxWaiting: maxWaiting, Capped: true})}
+		hs := []gin.HandlerFunc{markClass(&db.Class{Priority: rc.priority, MaxWaiting: rc.maxWaiting, Capped: true})}
 		if keyLim != nil {
 			// A valid key, wherever presented, gets its own budget.
 			hs = append(hs, auth.Identify())
 		}
 		if lim != nil || keyLim != nil {
-			hs = append(hs, middleware.RateLimitPer(lim, keyLim, log, refused("rate_limited", class)))
+			hs = append(hs, middleware.RateLimitPer(lim, keyLim, log, refused("rate_limited", rc.name)))
 		}
-		hs = append(hs, before...) // after the rate limit, before anything scarce
-		if shedAtDoor {
-			hs = append(hs, middleware.Shed(q, maxWaiting, refused("shed", class)))
+		hs = append(hs, rc.before...)
+		if rc.shedAtDoor {
+			hs = append(hs, middleware.Shed(rc.pool, rc.maxWaiting, refused("shed", rc.name)))
 		}
-		return append(hs, middleware.Limit(concurrency, refused("concurrency", class)))
-	}
-	limit := int64(cfg.ShedMaxWaiting)
-	// Bodies are read whole before shedding and the concurrency limit, so
-	// a client that trickles its body never holds a slot (see ReadBody).
-	readBody := middleware.ReadBody(middleware.BodyConfig{
-		MaxBytes: handlers.MaxBody, Timeout: cfg.BodyReadTimeout, MinRate: int64(cfg.BodyMinRate), Grace: bodyReadGrace,
-	})
-	classes := handlers.Classes{
-		// Normal reads are mostly cached: only the pool refuses them, at
-		// the moment one would queue; a read served from the cache never is.
-		Critical: chain("critical", mainPool, 2*limit, true, cfg.LimitCritical, readBody),
-		Normal:   chain("normal", mainPool, limit, false, cfg.LimitNormal),
-		Low:      chain("low", reportsPool, max(1, limit/4), true, cfg.LimitLow),
+		*rc.slot = append(hs, middleware.Limit(rc.concurrency, refused("concurrency", rc.name)))
 	}
 	classes.Authorize = auth.Require()
 	if lim != nil {
@@ -141,9 +164,6 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 	}
 	return classes
 }
-
-// classPriority maps a route class to the pool gate's priority.
-var classPriority = map[string]db.Priority{"critical": db.Critical, "normal": db.Normal, "low": db.Low}
 
 // markClass marks each request with its class for the pool's gate.
 func markClass(cls *db.Class) gin.HandlerFunc {

@@ -157,7 +157,19 @@ func Load(getenv func(string) string) (Config, error) {
 		UnknownIDFilter:   p.boolean("UNKNOWN_ID_FILTER", true),
 		UnknownIDLookups:  p.positive("UNKNOWN_ID_LOOKUPS", 20),
 	}
-	c.CacheSigningKey = signingKey(&p)
+	layering := c.derive(&p)
+	c.check(&p, layering)
+	if err := p.err(); err != nil {
+		return Config{}, err
+	}
+	return c, errors.Join(c.checkTracking(), c.checkPooler())
+}
+
+// derive reads the settings that follow from others (the time budget, the
+// TTLs, the HTTP caching defaults) into c. It returns the budget's and
+// the TTLs' own checks, which check appends after the guards.
+func (c *Config) derive(p *envParser) (layering []error) {
+	c.CacheSigningKey = signingKey(p)
 	if c.LogFlush > maxLogFlush {
 		p.fail("LOG_FLUSH_INTERVAL", p.getenv("LOG_FLUSH_INTERVAL"), fmt.Sprintf("must be at most %v: a killed process loses up to this much access log", maxLogFlush))
 	}
@@ -166,21 +178,21 @@ func Load(getenv func(string) string) (Config, error) {
 	} else {
 		c.RedisDB = opt.DB
 	}
-	c.Tracing = readTracing(&p)
-	c.Abuse = readAbuse(&p, c.RateLimit)
+	c.Tracing = readTracing(p)
+	c.Abuse = readAbuse(p, c.RateLimit)
 	c.LockWaiter, _ = cache.ParseWaiter(p.oneOf("LOCK_WAITER", "wait", "wait", "fail", "load"))
-	budget := readBudget(&p)
+	budget := readBudget(p)
 	c.RequestTimeout, c.AcquireTimeout, c.StmtTimeout = budget.Request, budget.Acquire, budget.Statement
 	c.LockTTL, c.LockWait, c.WriteTimeout, c.LoadTimeout = budget.LockTTL, budget.LockWait, budget.Write, budget.Load()
 	c.LockCoversDeadHolder = budget.coversDeadHolder()
 	c.BodyReadTimeout = budget.Body
-	ttls := readTTLs(&p)
+	ttls := readTTLs(p)
 	c.CacheTTL, c.CacheSoftTTL, c.L1TTL = ttls.Hard, ttls.Soft, ttls.L1
-	c.HotKey = readHotKeys(&p, ttls)
-	c.BreakerOpenMin, c.BreakerOpenMax = breakerOpen(&p)
+	c.HotKey = readHotKeys(p, ttls)
+	c.BreakerOpenMin, c.BreakerOpenMax = breakerOpen(p)
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
 	if err != nil {
-		p.fail("CACHE_MODE", getenv("CACHE_MODE"), err.Error())
+		p.fail("CACHE_MODE", p.getenv("CACHE_MODE"), err.Error())
 	}
 	c.CacheMode = mode
 	// A fifth of the main pool (at least 1) stays free for checkout.
@@ -203,7 +215,14 @@ func Load(getenv func(string) string) (Config, error) {
 		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
 		NotFoundMaxAge:       min(c.CacheNegTTL, maxAge),
 	}
-	checkGuards(&p, c) // trusted proxies, admin token and address (guards.go)
+	return append(budget.check(), ttls.check()...)
+}
+
+// check refuses what no setting alone shows wrong: the guards, the rate
+// formats, the time budget's and the TTLs' layering (from derive), the
+// static keys' repair period.
+func (c *Config) check(p *envParser, layering []error) {
+	checkGuards(p, *c) // trusted proxies, admin token and address (guards.go)
 	if c.RateLimit != "off" {
 		if _, err := limiter.NewRateFromFormatted(c.RateLimit); err != nil {
 			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)
@@ -214,16 +233,11 @@ func Load(getenv func(string) string) (Config, error) {
 			p.fail("RATE_LIMIT_KEY", c.RateLimitKey, `want "off" or N-S, N-M, N-H, N-D (e.g. 1000-S)`)
 		}
 	}
-	p.errs = append(p.errs, budget.check()...)
-	p.errs = append(p.errs, ttls.check()...)
+	p.errs = append(p.errs, layering...)
 	if c.StaticRepair >= c.StaticTTL {
 		p.errs = append(p.errs, fmt.Errorf("config: STATIC_REPAIR_PERIOD=%s must be shorter than STATIC_TTL=%s, or static keys expire between repairs; change one of them",
 			c.StaticRepair, c.StaticTTL))
 	}
-	if err := p.err(); err != nil {
-		return Config{}, err
-	}
-	return c, errors.Join(c.checkTracking(), c.checkPooler())
 }
 
 // The access log is batched (internal/logbuf): defaultLogFlush keeps it a

@@ -31,7 +31,7 @@ var mayImport = map[string][]string{
 	"migrations":               {},
 	"client":                   {},
 	"client/examples/order":    {"client"},
-	"internal/admin":           {"internal/console"},
+	"internal/admin":           {"cache", "db", "internal/breaker", "internal/console", "internal/hotkeys", "middleware"},
 	"internal/breaker":         {},
 	"internal/config":          {"cache", "db", "handlers"}, // reads into each package's own setting types
 	"internal/console":         {},
@@ -40,7 +40,7 @@ var mayImport = map[string][]string{
 	"internal/redisconn":       {"internal/breaker"},
 	"internal/retryhint":       {},
 	"internal/server":          {},
-	"internal/telemetry":       {},
+	"internal/telemetry":       {"cache", "db", "internal/breaker", "internal/config", "middleware"},
 	// Test infrastructure: used by tests only, never by the app.
 	"internal/testkit/dbtest":       {"db", "migrations", "internal/breaker", "internal/testkit/netproxy"},
 	"internal/testkit/metricstext":  {},

@@ -104,3 +104,14 @@ func recordSkipped(file, line string) error {
 	}
 	return f.Close()
 }
+
+// Chromium is Debian's chromium, which the console's browser tests drive
+// headless: required in CI (.ci/run installs it).
+func Chromium() Tool {
+	return Tool{
+		Name:       "chromium",
+		Env:        "CHROMIUM_BIN",
+		Install:    "install Debian's chromium package (apt-get install chromium); .ci/run does",
+		Candidates: []string{"chromium", "chromium-browser", "google-chrome"},
+	}
+}

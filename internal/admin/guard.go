@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"crypto/sha256"
@@ -11,7 +11,7 @@ import (
 )
 
 // capSeconds lowers pprof's ?seconds= to maxProfile.
-func (a *admin) capSeconds(next http.Handler) http.Handler {
+func (a *Server) capSeconds(next http.Handler) http.Handler {
 	limit := a.maxProfile
 	if limit <= 0 {
 		limit = maxProfileDefault
@@ -35,10 +35,10 @@ func (a *admin) capSeconds(next http.Handler) http.Handler {
 // address. (A client that forges Host on a reachable port is stopped only
 // by the token, which is why a non-loopback ADMIN_ADDR without one refuses
 // to start.)
-func (a *admin) guard(next http.Handler) http.Handler {
-	want := sha256.Sum256([]byte(a.token))
+func (a *Server) guard(next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(a.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.token == "" {
+		if a.Token == "" {
 			if !loopbackHost(r.Host) {
 				http.Error(w, "admin: use a loopback address (127.0.0.1, localhost) or set ADMIN_TOKEN", http.StatusForbidden)
 				return

@@ -1,4 +1,4 @@
-package app
+package telemetry
 
 import (
 	"context"
@@ -6,14 +6,11 @@ import (
 	"strings"
 
 	"github.com/exaring/otelpgx"
-	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -21,17 +18,17 @@ import (
 	"github.com/stampede-guard/api/internal/config"
 )
 
-// tracing is the app's tracer provider and its instrumentation hooks. Off,
+// Tracing is the app's tracer provider and its instrumentation hooks. Off,
 // every hook is a no-op and tp is nil (the cache then traces nothing).
-type tracing struct {
+type Tracing struct {
 	tp *sdktrace.TracerProvider
 }
 
-// newTracing starts the OTLP/HTTP exporter behind a batch processor when
+// NewTracing starts the OTLP/HTTP exporter behind a batch processor when
 // tracing is on. shutdown flushes the spans not yet sent.
-func newTracing(ctx context.Context, cfg config.Tracing) (*tracing, error) {
+func NewTracing(ctx context.Context, cfg config.Tracing) (*Tracing, error) {
 	if !cfg.On() {
-		return &tracing{}, nil
+		return &Tracing{}, nil
 	}
 	var opts []otlptracehttp.Option
 	switch {
@@ -50,46 +47,37 @@ func newTracing(ctx context.Context, cfg config.Tracing) (*tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	return &tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
+	return &Tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
 }
 
-// provider is what the cache gets: nil when tracing is off.
-func (t *tracing) provider() trace.TracerProvider {
+// Provider is what the cache and the request spans get: nil when tracing
+// is off.
+func (t *Tracing) Provider() trace.TracerProvider {
 	if t.tp == nil {
 		return nil
 	}
 	return t.tp
 }
 
-// shutdown sends the spans still buffered and stops the exporter.
-func (t *tracing) shutdown(ctx context.Context) error {
+// Shutdown sends the spans still buffered and stops the exporter.
+func (t *Tracing) Shutdown(ctx context.Context) error {
 	if t.tp == nil {
 		return nil
 	}
 	return t.tp.Shutdown(ctx)
 }
 
-// middleware is the server span of each request (the route as its name),
-// continuing a caller's W3C trace context.
-func (t *tracing) middleware(service string) gin.HandlerFunc {
-	if t.tp == nil {
-		return nil
-	}
-	return otelgin.Middleware(service, otelgin.WithTracerProvider(t.tp),
-		otelgin.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})))
-}
-
-// queryTracer gives every pgx query a span.
-func (t *tracing) queryTracer() pgx.QueryTracer {
+// QueryTracer gives every pgx query a span.
+func (t *Tracing) QueryTracer() pgx.QueryTracer {
 	if t.tp == nil {
 		return nil
 	}
 	return otelpgx.NewTracer(otelpgx.WithTracerProvider(t.tp))
 }
 
-// instrumentRedis gives every Redis command a span. Statements stay out:
+// InstrumentRedis gives every Redis command a span. Statements stay out:
 // the scripts' arguments carry whole cached values.
-func (t *tracing) instrumentRedis(rdb redis.UniversalClient) error {
+func (t *Tracing) InstrumentRedis(rdb redis.UniversalClient) error {
 	if t.tp == nil {
 		return nil
 	}

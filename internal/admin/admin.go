@@ -1,4 +1,13 @@
-package app
+// Package admin is the operator's side of the API: the live console, its
+// JSON state feed and pprof, on a listener of their own (ADMIN_ADDR), never
+// on the public port. It protects against clients reading pprof and lock
+// names (the guard: a loopback Host, or ADMIN_TOKEN), a profile kept
+// running for as long as a caller asks (the seconds cap), a console feed
+// that walks the whole keyspace on every poll (bounded lock listing), and a
+// request tally that grows with whatever ids clients send (validated ids
+// only, bounded). It knows no environment variable: internal/app fills a
+// Server and calls Listen.
+package admin
 
 import (
 	"context"
@@ -23,9 +32,9 @@ import (
 	"github.com/stampede-guard/api/middleware"
 )
 
-// adminState is what the console polls once a second: counters (the page
+// state is what the console polls once a second: counters (the page
 // charts their per-second deltas) and the current state of every guard.
-type adminState struct {
+type state struct {
 	TimeMillis int64               `json:"time_ms"`
 	Cache      cache.StatsSnapshot `json:"cache"`
 	Breakers   map[string]string   `json:"breakers"`
@@ -34,11 +43,11 @@ type adminState struct {
 	Pools         []poolState                 `json:"pools"`
 	Refused       map[string]int64            `json:"refused"`
 	Locks         []lockHolder                `json:"locks"`
-	// The console's reading aids (console_feed.go): the running settings,
+	// The console's reading aids (console_feed.go, recentlocks.go): the running settings,
 	// the requests this instance served (against its database queries:
 	// the pools' acquires), the keys requested most and the locks held
 	// on any instance over the last 10 s.
-	Settings    []setting    `json:"settings"`
+	Settings    []Setting    `json:"settings"`
 	Requests    int64        `json:"requests"`
 	TopKeys     []keyCount   `json:"top_keys"`
 	RecentLocks []recentLock `json:"recent_locks"`
@@ -63,32 +72,34 @@ type lockHolder struct {
 	TTLMs int64  `json:"ttl_ms"`
 }
 
-// admin serves the operator's side: the live console, its JSON feed and
+// Server serves the operator's side: the live console, its JSON feed and
 // pprof. It listens on ADMIN_ADDR (loopback by default), never on the
 // public port, because pprof and lock names are not for clients.
-type admin struct {
-	cache    *cache.Cache
-	pools    []*db.Pool
-	breakers map[string]func() breaker.Snapshot
-	metrics  *metrics
-	rdb      redis.UniversalClient
-	log      *slog.Logger
-	// token (ADMIN_TOKEN), when set, is required on every request; when
+type Server struct {
+	Cache    *cache.Cache
+	Pools    []*db.Pool
+	Breakers map[string]func() breaker.Snapshot
+	// Refusals are the requests refused before a handler, by
+	// "reason/class" (the metrics keep them).
+	Refusals func() map[string]int64
+	Redis    redis.UniversalClient
+	Log      *slog.Logger
+	// Token (ADMIN_TOKEN), when set, is required on every request; when
 	// empty, only requests naming a loopback Host are served (see guard).
-	token string
-	hot   *hotkeys.Detector // nil with HOT_KEY_DETECT=false
+	Token    string
+	Hot      *hotkeys.Detector // nil with HOT_KEY_DETECT=false
+	Settings []Setting         // shown as they are
+	Reads    *RequestTally     // nil: no request counts
+	Recent   *LockHistory      // nil: no lock history
 	// maxProfile caps pprof's ?seconds= (maxProfileDefault when zero).
 	maxProfile time.Duration
-	settings   []setting     // shown as they are
-	reads      *requestTally // nil: no request counts
-	recent     *lockHistory  // nil: no lock history
 }
 
 // maxProfileDefault caps every profile's ?seconds=: ?seconds=1000 must not
 // keep a profiler (and its overhead) running for a quarter of an hour.
 const maxProfileDefault = 30 * time.Second
 
-func (a *admin) handler() http.Handler {
+func (a *Server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", console.Handler())
 	mux.HandleFunc("GET /api/state", a.state)
@@ -103,31 +114,31 @@ func (a *admin) handler() http.Handler {
 	return middleware.NosniffHandler(a.guard(mux))
 }
 
-func (a *admin) state(w http.ResponseWriter, r *http.Request) {
+func (a *Server) state(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 	defer cancel()
-	st := adminState{
+	st := state{
 		TimeMillis:    time.Now().UnixMilli(),
-		Cache:         a.cache.Stats(),
+		Cache:         a.Cache.Stats(),
 		Breakers:      map[string]string{},
 		BreakerDetail: map[string]breaker.Snapshot{},
-		Refused:       a.metrics.refusals(),
+		Refused:       a.Refusals(),
 		Locks:         a.lockHolders(ctx),
-		Settings:      a.settings,
+		Settings:      a.Settings,
 		TopKeys:       []keyCount{},
-		RecentLocks:   a.recent.recent(20),
-		HotKeys:       hotKeyRates(a.hot),
+		RecentLocks:   a.Recent.recent(20),
+		HotKeys:       hotKeyRates(a.Hot),
 	}
-	if a.reads != nil {
-		st.Requests = a.reads.requests.Load()
-		st.TopKeys = a.reads.top(10)
+	if a.Reads != nil {
+		st.Requests = a.Reads.requests.Load()
+		st.TopKeys = a.Reads.top(10)
 	}
-	for name, snapshot := range a.breakers {
+	for name, snapshot := range a.Breakers {
 		b := snapshot()
 		st.Breakers[name] = b.State.String()
 		st.BreakerDetail[name] = b
 	}
-	for _, p := range a.pools {
+	for _, p := range a.Pools {
 		ps := p.Stat()
 		shed, tripped := p.Refused()
 		st.Pools = append(st.Pools, poolState{
@@ -154,9 +165,9 @@ const (
 // for a bounded number of pages, then every PTTL in one pipeline. On a
 // Redis Cluster each master holds its own slots' keys, so every master is
 // scanned (in parallel, each within the same bounds).
-func (a *admin) lockHolders(ctx context.Context) []lockHolder {
+func (a *Server) lockHolders(ctx context.Context) []lockHolder {
 	var keys []string
-	if cc, ok := a.rdb.(*redis.ClusterClient); ok {
+	if cc, ok := a.Redis.(*redis.ClusterClient); ok {
 		var mu sync.Mutex
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			found := a.scanLocks(ctx, node)
@@ -166,14 +177,14 @@ func (a *admin) lockHolders(ctx context.Context) []lockHolder {
 			return nil
 		})
 		if err != nil {
-			a.log.Debug("admin: listing locks failed", "err", err)
+			a.Log.Debug("admin: listing locks failed", "err", err)
 		}
 		sort.Strings(keys) // the same first keys on every poll, whichever master answered first
 	} else {
-		keys = a.scanLocks(ctx, a.rdb)
+		keys = a.scanLocks(ctx, a.Redis)
 	}
 	keys = keys[:min(len(keys), maxLockHolders)]
-	cmds, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := a.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, k := range keys {
 			p.PTTL(ctx, k)
 		}
@@ -181,7 +192,7 @@ func (a *admin) lockHolders(ctx context.Context) []lockHolder {
 	})
 	out := []lockHolder{}
 	if err != nil && !errors.Is(err, redis.Nil) {
-		a.log.Debug("admin: reading lock TTLs failed", "err", err)
+		a.Log.Debug("admin: reading lock TTLs failed", "err", err)
 		return out
 	}
 	for i, cmd := range cmds {
@@ -194,13 +205,13 @@ func (a *admin) lockHolders(ctx context.Context) []lockHolder {
 }
 
 // scanLocks walks one server's lock keys, within the listing's bounds.
-func (a *admin) scanLocks(ctx context.Context, rdb redis.Cmdable) []string {
+func (a *Server) scanLocks(ctx context.Context, rdb redis.Cmdable) []string {
 	var keys []string
 	var cursor uint64
 	for page := 0; page < maxScanPages && len(keys) < maxLockHolders; page++ {
-		batch, next, err := rdb.Scan(ctx, cursor, a.cache.LockPattern(), scanPage).Result()
+		batch, next, err := rdb.Scan(ctx, cursor, a.Cache.LockPattern(), scanPage).Result()
 		if err != nil {
-			a.log.Debug("admin: listing locks failed", "err", err)
+			a.Log.Debug("admin: listing locks failed", "err", err)
 			break
 		}
 		keys = append(keys, batch...)
@@ -211,8 +222,8 @@ func (a *admin) scanLocks(ctx context.Context, rdb redis.Cmdable) []string {
 	return keys
 }
 
-// serveAdmin starts the admin listener; stop shuts it down.
-func serveAdmin(addr string, a *admin, log *slog.Logger) (stop func(context.Context) error, err error) {
+// Listen starts the admin listener on addr; stop shuts it down.
+func (a *Server) Listen(addr string) (stop func(context.Context) error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listen %s: %w", addr, err)
@@ -229,9 +240,9 @@ func serveAdmin(addr string, a *admin, log *slog.Logger) (stop func(context.Cont
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-			log.Error("admin server stopped", "err", err)
+			a.Log.Error("admin server stopped", "err", err)
 		}
 	}()
-	log.Info("admin listening", "addr", ln.Addr().String())
+	a.Log.Info("admin listening", "addr", ln.Addr().String())
 	return srv.Shutdown, nil
 }

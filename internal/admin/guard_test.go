@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestAdminGuard(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &admin{token: tc.token}
+			a := &Server{Token: tc.token}
 			req := httptest.NewRequest("GET", "/debug/pprof/cmdline", nil)
 			req.Host = tc.host
 			if tc.auth != "" {
@@ -60,7 +60,7 @@ func ptr(s string) *string { return &s }
 // block, mutex, goroutine) answer a delta over that long, as profile and
 // trace do.
 func TestPprofSecondsCapped(t *testing.T) {
-	a := &admin{maxProfile: time.Second}
+	a := &Server{maxProfile: time.Second}
 	srv := httptest.NewServer(a.handler())
 	defer srv.Close()
 	for _, name := range []string{"profile", "trace", "allocs", "heap", "block", "mutex", "goroutine"} {

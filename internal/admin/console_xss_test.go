@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/stampede-guard/api/internal/console"
 	"github.com/stampede-guard/api/internal/hotkeys"
+	"github.com/stampede-guard/api/internal/testkit/optional"
 )
 
 // TestConsoleEscapesEveryValue: every value the console shows comes from
@@ -22,17 +23,17 @@ import (
 // would mark the page if it ran; it must show them as text and run none.
 func TestConsoleEscapesEveryValue(t *testing.T) {
 	t.Parallel()
-	browser := chromiumPath(t)
+	browser := optional.Chromium().Require(t)
 	payload := func(where string) string {
 		return fmt.Sprintf(`<img src=x onerror="document.body.dataset.pwned='%s'">`, where)
 	}
-	st := adminState{
+	st := state{
 		TimeMillis:  time.Now().UnixMilli(),
 		Breakers:    map[string]string{payload("breaker-name"): payload("breaker-state")},
 		Pools:       []poolState{{Name: payload("pool")}},
 		Refused:     map[string]int64{payload("refused") + "/x": 1},
 		Locks:       []lockHolder{{Key: "lock:" + payload("lock"), TTLMs: 1000}},
-		Settings:    []setting{{Name: payload("setting-name"), Value: payload("setting")}, {Name: "CACHE_MODE", Value: payload("mode")}},
+		Settings:    []Setting{{Name: payload("setting-name"), Value: payload("setting")}, {Name: "CACHE_MODE", Value: payload("mode")}},
 		TopKeys:     []keyCount{{Key: payload("hot"), Count: 1}},
 		HotKeys:     []hotkeys.Rate{{Key: payload("hot-key"), PerSecond: 120, Hot: true}},
 		RecentLocks: []recentLock{{Key: payload("recent"), Fills: 1}},

@@ -1,21 +1,29 @@
-package app
+// Package telemetry is what the app tells its operators: Prometheus metrics
+// of every protection (read from the packages' own counters at scrape
+// time, so those packages know nothing of Prometheus), the optional
+// METRICS_ADDR listener that keeps scrapes off the public port, and
+// OpenTelemetry tracing. It protects against flying blind: a refusal, a
+// breaker or a lock that nobody can see, and a dashboard that shows "No
+// data" until the first refusal (every refusal series exists at zero).
+package telemetry
 
 import (
+	"net/http"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/internal/breaker"
-	"github.com/stampede-guard/api/repo"
 )
 
-// metrics exposes what each protection did. The cache, pools and breakers
+// Metrics exposes what each protection did. The cache, pools and breakers
 // keep their own counters; a collector reads them at scrape time, so the
 // packages that do the work know nothing of Prometheus.
-type metrics struct {
+type Metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.HistogramVec
 	refused  *prometheus.CounterVec
@@ -24,8 +32,10 @@ type metrics struct {
 	counts map[string]int64 // refusals by "reason/class", for the console
 }
 
-func newMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() breaker.Snapshot) *metrics {
-	m := &metrics{
+// NewMetrics registers the request, refusal, runtime and protection
+// metrics; the pools and breakers are named as they are on /metrics.
+func NewMetrics(c *cache.Cache, pools []*db.Pool, breakers map[string]func() breaker.Snapshot) *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "http_request_duration_seconds",
@@ -58,15 +68,28 @@ var (
 	priorityClasses = []string{"critical", "normal", "low"}
 )
 
-func (m *metrics) refusedBy(reason, class string) {
+// Register adds the app's own collectors (hot keys, the product
+// repository's counters) to the same registry.
+func (m *Metrics) Register(cs ...prometheus.Collector) { m.reg.MustRegister(cs...) }
+
+// Handler serves the registry: GET /metrics.
+func (m *Metrics) Handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }
+
+// Requests is the request latency histogram middleware.Metrics observes.
+func (m *Metrics) Requests() *prometheus.HistogramVec { return m.requests }
+
+// RefusedBy counts one request refused before its handler, by reason
+// (one of refusalReasons) and priority class.
+func (m *Metrics) RefusedBy(reason, class string) {
 	m.refused.WithLabelValues(reason, class).Inc()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.counts[reason+"/"+class]++
 }
 
-// refusals is a copy of the refusal counts by "reason/class".
-func (m *metrics) refusals() map[string]int64 {
+// Refusals is a copy of the refusal counts by "reason/class", for the
+// console.
+func (m *Metrics) Refusals() map[string]int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]int64, len(m.counts))
@@ -167,11 +190,12 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// refusedPayloads counts the cached product payloads that failed
-// verification (repo/verify.go), each deleted and reloaded, never served.
-func refusedPayloads(p *repo.Products) prometheus.Collector {
+// RefusedPayloads counts the cached product payloads that failed
+// verification (repo/verify.go), each deleted and reloaded, never served;
+// count is the repository's counter (repo.Products.RefusedEntries).
+func RefusedPayloads(count func() int64) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "stampede_cache_payloads_refused_total",
 		Help: "Cached product payloads refused by verification (not a product, another product's, not canonical, or breaking an invariant) and reloaded.",
-	}, func() float64 { return float64(p.RefusedEntries()) })
+	}, func() float64 { return float64(count()) })
 }

@@ -1,4 +1,4 @@
-package app
+package telemetry
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/stampede-guard/api/middleware"
 )
 
-// serveMetrics places GET /metrics. With addr empty it returns h for the
+// ServeMetrics places GET /metrics. With addr empty it returns h for the
 // public router (the documented place: /metrics on HTTP_ADDR). Otherwise it serves h on a
 // listener of its own at addr, so scrapes stay off the public port, and
 // returns a nil handler: the public router then has no /metrics. stop shuts
 // that listener down.
-func serveMetrics(addr string, h http.Handler, log *slog.Logger) (public http.Handler, stop func(), err error) {
+func ServeMetrics(addr string, h http.Handler, log *slog.Logger) (public http.Handler, stop func(), err error) {
 	if addr == "" {
 		return h, func() {}, nil
 	}
