@@ -51,7 +51,7 @@ func RateLimitBeforeAuth(perIP *limiter.Limiter, log *slog.Logger, onLimited fun
 const ipCounted = "ratelimit_ip_counted"
 
 func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
-	var headers rateHeaders
+	headers := newRateHeaders(perIP, perKey)
 	return func(c *gin.Context) {
 		l, bucket := perIP, ""
 		if id := KeyID(c); id != "" && perKey != nil {

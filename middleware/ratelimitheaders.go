@@ -12,43 +12,50 @@ import (
 // rateHeaders writes X-RateLimit-* on every counted request without
 // allocating for each: strconv.FormatInt and a []string per header were
 // six allocations a request, as many as the rest of the limiter's work.
-// The limit and the reset change once per rate and per window, so their
-// last values are kept formatted; the remaining count changes with every
-// request, so its text is carved from a slab shared by many requests.
+// The limits are known when the middleware is built, so they are formatted
+// once; the reset and the remaining count differ from client to client
+// (each client's window starts with its first request), so their text is
+// carved from slabs shared by many requests.
 type rateHeaders struct {
-	limit, reset lastValue
-	remaining    valueSlabs
+	limits  []formatted // one per limiter of the middleware
+	numbers valueSlabs
+}
+
+// formatted is a number and its header value.
+type formatted struct {
+	n int64
+	v []string
+}
+
+// newRateHeaders formats the limits of the limiters (nil ones skipped).
+// Each value's slice is shared by every response that carries it: its
+// capacity is 1, so an Add to it copies, never writes into it.
+func newRateHeaders(ls ...*limiter.Limiter) *rateHeaders {
+	r := &rateHeaders{}
+	for _, l := range ls {
+		if l != nil {
+			r.limits = append(r.limits, formatted{n: l.Rate.Limit, v: []string{strconv.FormatInt(l.Rate.Limit, 10)}})
+		}
+	}
+	return r
 }
 
 // set writes the three headers of lctx into h. Canonical keys are set
 // directly: Header.Set would re-spell each one, allocating. The wire form
 // is the same.
 func (r *rateHeaders) set(h http.Header, lctx limiter.Context) {
-	h["X-Ratelimit-Limit"] = r.limit.of(lctx.Limit)
-	h["X-Ratelimit-Remaining"] = r.remaining.value(lctx.Remaining)
-	h["X-Ratelimit-Reset"] = r.reset.of(lctx.Reset)
+	h["X-Ratelimit-Limit"] = r.limit(lctx.Limit)
+	h["X-Ratelimit-Remaining"] = r.numbers.value(lctx.Remaining)
+	h["X-Ratelimit-Reset"] = r.numbers.value(lctx.Reset)
 }
 
-// lastValue is a one-entry cache of a number's header value.
-type lastValue struct {
-	last atomic.Pointer[formatted]
-}
-
-type formatted struct {
-	n int64
-	v []string
-}
-
-// of returns n as a header value. The slice is shared by every response
-// that carries n: its capacity is 1, so an Add to it copies, never writes
-// into it.
-func (c *lastValue) of(n int64) []string {
-	if f := c.last.Load(); f != nil && f.n == n {
-		return f.v
+func (r *rateHeaders) limit(n int64) []string {
+	for _, f := range r.limits {
+		if f.n == n {
+			return f.v
+		}
 	}
-	f := &formatted{n: n, v: []string{strconv.FormatInt(n, 10)}}
-	c.last.Store(f)
-	return f.v
+	return r.numbers.value(n)
 }
 
 // valueSlabs hands out header values from slabs of slabValues numbers:
@@ -73,8 +80,8 @@ type valueSlab struct {
 	vals [slabValues]string
 }
 
-// value returns n as a header value (a slice of capacity 1, like
-// lastValue's).
+// value returns n as a header value (a slice of capacity 1, like the
+// limits').
 func (p *valueSlabs) value(n int64) []string {
 	for {
 		s := p.cur.Load()

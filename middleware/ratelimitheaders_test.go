@@ -52,25 +52,47 @@ func (w discardWriter) WriteHeader(int)             {}
 
 // TestRateLimitCountedRequestAllocates: a counted request that the lease
 // admits — client key, decision, three X-RateLimit-* headers — allocates
-// nothing on average (the slab of header values is one allocation per
-// many requests). Not parallel: AllocsPerRun counts the whole process.
+// nothing on average (a slab of header values is one allocation per
+// many requests), for one hot client and for many taking turns. Not
+// parallel: AllocsPerRun counts the whole process.
 func TestRateLimitCountedRequestAllocates(t *testing.T) {
-	store := middleware.NewLeaseStore(redisStore(t, dbtest.NewRedis(t, redisDB), "rl-alloc-"+dbtest.Unique()), 0.01, 100)
-	handler := middleware.RateLimit(limiter.New(store, limiter.Rate{Period: 3_600_000_000_000, Limit: 1_000_000_000}), dbtest.Logger(t), nil)
-	// One gin.Context for every run, as gin's pool would lend it (the
-	// race detector's sync.Pool drops items, so the engine's own pool
-	// would allocate contexts here).
-	w := discardWriter{h: http.Header{}}
-	c, e := gin.CreateTestContext(w)
-	e.Use(handler)
-	e.GET("/", func(c *gin.Context) { c.Status(http.StatusOK) })
-	c.Request = httptest.NewRequest(http.MethodGet, "/", nil)
-	c.Request.RemoteAddr = peer
-	e.HandleContext(c) // takes the lease
-	if allocs := testing.AllocsPerRun(1000, func() { e.HandleContext(c) }); allocs != 0 {
-		t.Errorf("%v allocations per counted request, want 0", allocs)
+	cases := []struct {
+		name    string
+		clients int
+	}{
+		{"one hot client", 1},
+		{"50 clients in turn", 50},
 	}
-	if w.h.Get("X-RateLimit-Limit") != "1000000000" || w.h.Get("X-RateLimit-Remaining") == "" {
-		t.Errorf("headers: %v, want the limit and the remaining count", w.h)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := middleware.NewLeaseStore(redisStore(t, dbtest.NewRedis(t, redisDB), "rl-alloc-"+dbtest.Unique()), 0.01, 100)
+			handler := middleware.RateLimit(limiter.New(store, limiter.Rate{Period: 3_600_000_000_000, Limit: 1_000_000_000}), dbtest.Logger(t), nil)
+			// One gin.Context for every run, as gin's pool would lend it
+			// (the race detector's sync.Pool drops items, so the engine's
+			// own pool would allocate contexts here).
+			w := discardWriter{h: http.Header{}}
+			c, e := gin.CreateTestContext(w)
+			e.Use(handler)
+			e.GET("/", func(c *gin.Context) { c.Status(http.StatusOK) })
+			c.Request = httptest.NewRequest(http.MethodGet, "/", nil)
+			var addrs []string
+			for i := range tc.clients {
+				addrs = append(addrs, "10.9.0."+strconv.Itoa(i+1)+":1234")
+				c.Request.RemoteAddr = addrs[i]
+				e.HandleContext(c) // takes the client's lease
+			}
+			i := 0
+			allocs := testing.AllocsPerRun(1000, func() {
+				c.Request.RemoteAddr = addrs[i%len(addrs)]
+				i++
+				e.HandleContext(c)
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per counted request, want 0", allocs)
+			}
+			if w.h.Get("X-RateLimit-Limit") != "1000000000" || w.h.Get("X-RateLimit-Remaining") == "" || w.h.Get("X-RateLimit-Reset") == "" {
+				t.Errorf("headers: %v, want the limit, the remaining count and the reset", w.h)
+			}
+		})
 	}
 }
