@@ -3,9 +3,9 @@ package middleware
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	limiter "github.com/ulule/limiter/v3"
 )
 
@@ -21,83 +21,104 @@ import (
 // limit, the bucket is known exhausted until the window resets, so refusals
 // cost no round trip either. Redis failures are the shared store's to
 // handle (FailoverStore falls back to memory).
+//
+// Spending is the hot path of every counted request, so it takes no lock
+// and allocates nothing: the bucket is found in a sync.Map (reads of a
+// known key write no shared memory) and a token is one atomic decrement of
+// the current lease. Only taking a lease — once per leaseFraction of the
+// limit — locks the client's bucket.
 type LeaseStore struct {
 	shared        limiter.Store
 	leaseFraction float64
-	buckets       *lru.Cache[string, *leaseBucket]
+	buckets       leaseBuckets
 }
 
 // leaseBucket is one client's budget on this instance.
 type leaseBucket struct {
-	mu        sync.Mutex
-	tokens    int64     // leased from the shared store and not yet spent
-	remaining int64     // the fleet's remaining budget after the last lease
-	reset     time.Time // end of the shared window the tokens belong to
-	exhausted bool      // the shared window is used up until reset
+	cur atomic.Pointer[lease] // nil until the first lease
+	mu  sync.Mutex            // held while a new lease is taken
+}
+
+// lease is what one INCRBY granted; immutable but for its tokens.
+type lease struct {
+	tokens    atomic.Int64 // leased and not yet spent; below 0 when spent out
+	remaining int64        // the fleet's remaining budget after this lease
+	until     int64        // unix ns: the tokens are good until then
+	reset     int64        // the window's end as ulule reports it (unix s)
+	exhausted bool         // the shared window is used up until `until`
 }
 
 // NewLeaseStore wraps shared; each lease is leaseFraction of the limit (at
 // least 1 token). maxClients bounds the buckets kept in memory.
 func NewLeaseStore(shared limiter.Store, leaseFraction float64, maxClients int) *LeaseStore {
-	buckets, _ := lru.New[string, *leaseBucket](maxClients) // errors only for a size < 1
-	return &LeaseStore{shared: shared, leaseFraction: leaseFraction, buckets: buckets}
+	return &LeaseStore{shared: shared, leaseFraction: leaseFraction, buckets: leaseBuckets{max: int64(max(1, maxClients))}}
 }
 
 // Get spends one token of key's budget, leasing more from the shared store
 // when this instance has none left.
 func (s *LeaseStore) Get(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
-	b := s.bucket(key)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !time.Now().Before(b.reset) { // a new window: what was leased has lapsed
-		b.tokens, b.exhausted = 0, false
-	}
-	if b.tokens == 0 && !b.exhausted {
-		if err := s.lease(ctx, b, key, rate); err != nil {
+	b := s.buckets.get(key)
+	l := b.cur.Load()
+	// A lease just taken is spent whatever the clock says: a window that
+	// ends as it is granted must not make this loop lease again and again.
+	for fresh := false; ; fresh = true {
+		if l != nil && (fresh || time.Now().UnixNano() < l.until) {
+			if out, ok := l.spend(rate.Limit); ok {
+				return out, nil
+			}
+		}
+		var err error
+		if l, err = s.renew(ctx, b, l, key, rate); err != nil {
 			return limiter.Context{}, err
 		}
 	}
-	out := limiter.Context{Limit: rate.Limit, Reset: b.reset.Unix()}
-	if b.exhausted {
-		out.Reached = true
-		return out, nil
-	}
-	b.tokens--
-	out.Remaining = b.remaining + b.tokens
-	return out, nil
 }
 
-// bucket returns key's bucket, adding it if new (racing adders share one).
-func (s *LeaseStore) bucket(key string) *leaseBucket {
-	if b, ok := s.buckets.Get(key); ok {
-		return b
+// spend takes one token; false when the lease is spent out.
+func (l *lease) spend(limit int64) (limiter.Context, bool) {
+	if l.exhausted {
+		return limiter.Context{Limit: limit, Reset: l.reset, Reached: true}, true
 	}
-	fresh := &leaseBucket{}
-	if prev, found, _ := s.buckets.PeekOrAdd(key, fresh); found {
-		return prev
+	left := l.tokens.Add(-1)
+	return limiter.Context{Limit: limit, Remaining: l.remaining + left, Reset: l.reset}, left >= 0
+}
+
+// renew returns key's next lease: a new one, unless another request
+// replaced old while this one waited for the lock.
+func (s *LeaseStore) renew(ctx context.Context, b *leaseBucket, old *lease, key string, rate limiter.Rate) (*lease, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur := b.cur.Load(); cur != old {
+		return cur, nil
 	}
-	return fresh
+	l, err := s.lease(ctx, key, rate)
+	if err != nil {
+		return nil, err
+	}
+	b.cur.Store(l)
+	return l, nil
 }
 
 // lease takes the next lease in one INCRBY. A lease that would pass the
 // limit is not granted (ulule does not say how much of it fit), so near the
 // end of a window an instance may leave up to one lease unspent: the fleet
 // errs on the side of admitting less, never more.
-func (s *LeaseStore) lease(ctx context.Context, b *leaseBucket, key string, rate limiter.Rate) error {
+func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (*lease, error) {
 	n := max(1, int64(float64(rate.Limit)*s.leaseFraction))
 	lctx, err := s.shared.Increment(ctx, key, n, rate)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// ulule reports the window's end in whole seconds, rounded down: the
 	// window ends within the second after it. Tokens stay good until then.
-	b.reset = time.Unix(lctx.Reset, 0).Add(time.Second)
+	l := &lease{reset: lctx.Reset, until: time.Unix(lctx.Reset, 0).Add(time.Second).UnixNano()}
 	if lctx.Reached {
-		b.exhausted, b.tokens, b.remaining = true, 0, 0
-		return nil
+		l.exhausted = true
+		return l, nil
 	}
-	b.tokens, b.remaining = n, lctx.Remaining
-	return nil
+	l.tokens.Store(n)
+	l.remaining = lctx.Remaining
+	return l, nil
 }
 
 // Peek reports the shared count without spending.
@@ -107,7 +128,7 @@ func (s *LeaseStore) Peek(ctx context.Context, key string, rate limiter.Rate) (l
 
 // Reset clears key everywhere: the shared count and this instance's lease.
 func (s *LeaseStore) Reset(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
-	s.buckets.Remove(key)
+	s.buckets.delete(key)
 	return s.shared.Reset(ctx, key, rate)
 }
 

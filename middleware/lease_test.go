@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	limiter "github.com/ulule/limiter/v3"
 
@@ -80,6 +81,43 @@ func TestLeaseStoreFleetWide(t *testing.T) {
 				t.Errorf("%d round trips to Redis for %d requests, want at most %d", trips, offered, tc.maxRoundTrip)
 			}
 			t.Logf("admitted %d, %d round trips", admitted.Load(), trips)
+		})
+	}
+}
+
+// TestLeaseSpendAllocates: spending a token of a lease this instance holds
+// — the decision of every counted request — allocates nothing, and neither
+// does a refusal once the fleet's budget is known spent. Only taking a
+// lease (once per RATE_LIMIT_LEASE of the limit) may. Not parallel:
+// AllocsPerRun counts the whole process's allocations.
+func TestLeaseSpendAllocates(t *testing.T) {
+	cases := []struct {
+		name  string
+		limit int64 // the lease is 1 % of it
+		spend int   // spent before measuring
+	}{
+		{"tokens left", 1_000_000_000, 1},
+		{"budget spent", 2, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := "leasealloc" + dbtest.Unique()
+			store := middleware.NewLeaseStore(redisStore(t, dbtest.NewRedis(t, redisDB), prefix), 0.01, 100)
+			rate := limiter.Rate{Period: time.Hour, Limit: tc.limit}
+			ctx := context.Background()
+			for range tc.spend {
+				if _, err := store.Get(ctx, "client", rate); err != nil {
+					t.Fatalf("Get: %v", err)
+				}
+			}
+			var last limiter.Context
+			allocs := testing.AllocsPerRun(1000, func() { last, _ = store.Get(ctx, "client", rate) })
+			if allocs != 0 {
+				t.Errorf("%v allocations per decision, want 0", allocs)
+			}
+			if wantReached := tc.spend >= int(tc.limit); last.Reached != wantReached {
+				t.Errorf("last decision: %+v, want Reached %v", last, wantReached)
+			}
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -52,6 +51,7 @@ func RateLimitBeforeAuth(perIP *limiter.Limiter, log *slog.Logger, onLimited fun
 const ipCounted = "ratelimit_ip_counted"
 
 func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
+	headers := newRateHeaders(perIP, perKey)
 	return func(c *gin.Context) {
 		l, bucket := perIP, ""
 		if id := KeyID(c); id != "" && perKey != nil {
@@ -78,12 +78,7 @@ func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slo
 			c.Next()
 			return
 		}
-		h := c.Writer.Header()
-		// Canonical keys set directly: Header.Set would re-spell each one,
-		// allocating, on every counted request. The wire form is the same.
-		h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(lctx.Limit, 10)}
-		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(lctx.Remaining, 10)}
-		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(lctx.Reset, 10)}
+		headers.set(c.Writer.Header(), lctx)
 		if lctx.Reached {
 			wait := time.Until(time.Unix(lctx.Reset, 0))
 			if onLimited != nil {
@@ -102,6 +97,9 @@ func ClientKey(ip string) string {
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
 		return ip
+	}
+	if addr.Is4() {
+		return ip // already the address's only spelling: no copy to make
 	}
 	addr = addr.Unmap()
 	if addr.Is4() {

@@ -173,8 +173,9 @@ func markClass(cls *db.Class) gin.HandlerFunc {
 	}
 }
 
-// rateLimitClients bounds the clients whose leases an instance keeps; the
-// least recently seen are forgotten (their next request takes a new lease).
+// rateLimitClients bounds the clients whose leases an instance keeps; past
+// it, those whose window has ended are forgotten first (their next request
+// takes a new lease; see middleware/leasebuckets.go).
 const rateLimitClients = 100_000
 
 // A key from the api_keys table is believed for apiKeyCacheTTL after a
