@@ -42,7 +42,7 @@ const testAPIKey = "test-key-0123456789abcdef"
 func testEnv(t testing.TB, overrides ...map[string]string) map[string]string {
 	t.Helper()
 	env := map[string]string{
-		"DATABASE_URL":    dbtest.NewDatabase(t, "main"),
+		"DATABASE_URL":    dbtest.NewDatabase(t, "e2e"),
 		"REDIS_URL":       dbtest.RedisDBURL(redisDB),
 		"CACHE_NAMESPACE": dbtest.Namespace(t, redisDB),
 		"L1_TTL":          "0",
