@@ -2,46 +2,16 @@ package app
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	limiter "github.com/ulule/limiter/v3"
 
+	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
-
-// TestClusterConfigErrors: a cluster setting that cannot work stops the
-// start with one line naming the variable.
-func TestClusterConfigErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		env     map[string]string
-		wantVar string
-	}{
-		{"seed without port", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1"}, "REDIS_CLUSTER_ADDRS"},
-		{"seed port not a number", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,10.0.0.2:x"}, "REDIS_CLUSTER_ADDRS"},
-		{"tracking on a cluster", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000", "L1_INVALIDATION": "tracking"}, "L1_INVALIDATION"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadConfig(envOf(tc.env))
-			if err == nil || !strings.Contains(err.Error(), tc.wantVar) {
-				t.Fatalf("loadConfig(%v): got %v, want an error naming %s", tc.env, err, tc.wantVar)
-			}
-		})
-	}
-	cfg, err := loadConfig(envOf(map[string]string{"REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, [::1]:7001 ", "L1_INVALIDATION": "pubsub"}))
-	if err != nil || len(cfg.RedisClusterAddrs) != 2 || cfg.RedisClusterAddrs[1] != "[::1]:7001" {
-		t.Errorf("two seeds: got %q, %v, want both", cfg.RedisClusterAddrs, err)
-	}
-	// Tracking with the L1 off tracks nothing: no reason to refuse.
-	if _, err := loadConfig(envOf(map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000", "L1_INVALIDATION": "tracking", "L1_TTL": "0"})); err != nil {
-		t.Errorf("tracking with L1 off on a cluster: got %v, want nil", err)
-	}
-}
 
 // TestLimiterOnBothBackends: two instances (own clients, own stores) share
 // one rate-limit budget on one Redis and on the cluster alike.
@@ -82,5 +52,34 @@ func TestLimiterOnBothBackends(t *testing.T) {
 				t.Errorf("counter ratelimit:%s in Redis: got %d, want 1 (else the budget was per instance)", ip, n)
 			}
 		})
+	}
+}
+
+// TestReplicaReadsClient: REDIS_REPLICA_READS builds a second cluster
+// client that may read from replicas, picked at random (not by latency,
+// go-redis issue #3023); none without the setting or on one server.
+func TestReplicaReadsClient(t *testing.T) {
+	t.Parallel()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = cc.Close() })
+	on := config.Config{RedisClusterAddrs: []string{"127.0.0.1:1"}, HotKey: config.HotKeySettings{ReplicaReads: true}}
+	rc := newReplicaReads(on, cc, nil)
+	if rc == nil {
+		t.Fatal("REDIS_REPLICA_READS on a cluster: got no client")
+	}
+	t.Cleanup(func() { _ = rc.Close() })
+	if o := rc.Options(); !o.ReadOnly || !o.RouteRandomly || o.RouteByLatency {
+		t.Errorf("replica client: ReadOnly %v RouteRandomly %v RouteByLatency %v, want true true false", o.ReadOnly, o.RouteRandomly, o.RouteByLatency)
+	}
+	if o := cc.Options(); o.ReadOnly {
+		t.Error("the main client became ReadOnly: every read (locks' double-check too) could hit a lagging replica")
+	}
+	if got := newReplicaReads(config.Config{HotKey: config.HotKeySettings{}}, cc, nil); got != nil {
+		t.Error("without REDIS_REPLICA_READS: got a client, want none")
+	}
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = single.Close() })
+	if got := newReplicaReads(on, single, nil); got != nil {
+		t.Error("on one server: got a client, want none")
 	}
 }
