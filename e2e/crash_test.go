@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,43 +14,6 @@ import (
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/repo"
 )
-
-// startChild runs the service as a separate process (this test binary, see
-// TestMain) and returns its base URL once it listens. Cleanup kills it.
-func startChild(t *testing.T, env map[string]string) (base string, cmd *exec.Cmd) {
-	t.Helper()
-	cmd = exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childEnv+"=1", "HTTP_ADDR=127.0.0.1:0")
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v) // the last value of a name wins
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				addr <- rec.Addr
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a, cmd
-	case <-time.After(listenWait):
-		t.Fatalf("child did not listen within %s", listenWait)
-		return "", nil
-	}
-}
 
 // TestLockHolderCrash: the instance holding a cold key's lock dies with
 // SIGKILL mid-load while the database link is slow. The other instances'
@@ -79,7 +39,15 @@ func TestLockHolderCrash(t *testing.T) {
 	id := productID(t)
 	holder, cmd := startChild(t, env) // migrates the database
 	want := productName(t, env["DATABASE_URL"], id)
-	others := []string{launchApp(t, env).waitListening(), launchApp(t, env).waitListening()}
+	apps := []*instance{launchApp(t, env), launchApp(t, env)}
+	others := []string{apps[0].waitListening(), apps[1].waitListening()}
+	// The unknown-id filter loads in the background: slowed by the delay
+	// below, its query would hold a pooled connection the waiters need.
+	for _, a := range apps {
+		if !dbtest.Eventually(listenWait, func() bool { return len(a.logs.records("unknown-id filter loaded")) > 0 }) {
+			t.Fatalf("unknown-id filter not loaded within %s", listenWait)
+		}
+	}
 
 	link.SetDelay(time.Second)
 	before := queries.Load()

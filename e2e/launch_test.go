@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +20,8 @@ import (
 
 // The app under test runs in process through app.Main, the binary's own
 // entry point, exactly as main.go calls it: nothing of internal/app but
-// Main is used (tools/checks/layout_test.go). crash_test.go runs it as a
-// child process instead, where a test must kill it with SIGKILL.
+// Main is used (tools/checks/layout_test.go). startChild runs it as a
+// child process instead, for a test that must kill it with SIGKILL.
 
 // listenWait bounds how long an app may take to log "listening".
 const listenWait = 30 * time.Second
@@ -149,4 +153,41 @@ func (a *instance) stop() error {
 		}
 	})
 	return a.result
+}
+
+// startChild runs the service as a separate process (this test binary, see
+// TestMain) and returns its base URL once it listens. Cleanup kills it.
+func startChild(t *testing.T, env map[string]string) (base string, cmd *exec.Cmd) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"=1", "HTTP_ADDR=127.0.0.1:0")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v) // the last value of a name wins
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+				addr <- rec.Addr
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a, cmd
+	case <-time.After(listenWait):
+		t.Fatalf("child did not listen within %s", listenWait)
+		return "", nil
+	}
 }
