@@ -2,49 +2,16 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	limiter "github.com/ulule/limiter/v3"
 
+	"github.com/stampede-guard/api/internal/config"
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
-
-// TestClusterConfigErrors: a cluster setting that cannot work stops the
-// start with one line naming the variable.
-func TestClusterConfigErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		env     map[string]string
-		wantVar string
-	}{
-		{"seed without port", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1"}, "REDIS_CLUSTER_ADDRS"},
-		{"seed port not a number", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,10.0.0.2:x"}, "REDIS_CLUSTER_ADDRS"},
-		{"tracking on a cluster", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000", "L1_INVALIDATION": "tracking"}, "L1_INVALIDATION"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadConfig(envOf(tc.env))
-			if err == nil || !strings.Contains(err.Error(), tc.wantVar) {
-				t.Fatalf("loadConfig(%v): got %v, want an error naming %s", tc.env, err, tc.wantVar)
-			}
-		})
-	}
-	cfg, err := loadConfig(envOf(map[string]string{"REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, [::1]:7001 ", "L1_INVALIDATION": "pubsub"}))
-	if err != nil || len(cfg.RedisClusterAddrs) != 2 || cfg.RedisClusterAddrs[1] != "[::1]:7001" {
-		t.Errorf("two seeds: got %q, %v, want both", cfg.RedisClusterAddrs, err)
-	}
-	// Tracking with the L1 off tracks nothing: no reason to refuse.
-	if _, err := loadConfig(envOf(map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000", "L1_INVALIDATION": "tracking", "L1_TTL": "0"})); err != nil {
-		t.Errorf("tracking with L1 off on a cluster: got %v, want nil", err)
-	}
-}
 
 // TestLimiterOnBothBackends: two instances (own clients, own stores) share
 // one rate-limit budget on one Redis and on the cluster alike.
@@ -88,92 +55,31 @@ func TestLimiterOnBothBackends(t *testing.T) {
 	}
 }
 
-// TestAppOnCluster: the binary, given REDIS_CLUSTER_ADDRS, caches in the
-// cluster (a miss, then a hit, the entry and its copies on their slots),
-// and its console lists lock keys held on every master.
-func TestAppOnCluster(t *testing.T) {
-	env := testEnv(t)
-	env["REDIS_CLUSTER_ADDRS"] = strings.Join(rediscluster.Addrs(), ",")
-	delete(env, "CACHE_NAMESPACE") // the documented key names; ids of its own keep it apart
-	env["HOT_KEY_COPIES"] = "3"
-	env["HOT_KEY_DETECT"] = "false" // copies of every key, not only of hot ones
-	env["L1_TTL"] = "1s"
-	a := launchApp(t, env)
-	base := a.waitListening()
-	rdb := rediscluster.NewClient(t)
-	ctx := context.Background()
-
-	// An id no other test uses: the cluster is shared and has no logical
-	// databases to keep tests apart.
-	id := 2_000_000 + rand.IntN(1_000_000_000)
-	key := fmt.Sprintf("product:v1:{%d}", id)
-	t.Cleanup(func() {
-		for _, k := range keysOnMasters(t, rdb, fmt.Sprintf("product:v1:{%d*", id)) {
-			rdb.Del(ctx, k)
-		}
-	})
-	for i, want := range []string{"MISS", "HIT"} {
-		resp, body := call(t, "GET", fmt.Sprintf("%s/products/%d", base, id), nil, "")
-		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("X-Cache") != want {
-			t.Fatalf("GET #%d: got %d %s %s, want 404 with X-Cache %s", i+1, resp.StatusCode, resp.Header.Get("X-Cache"), body, want)
-		}
+// TestReplicaReadsClient: REDIS_REPLICA_READS builds a second cluster
+// client that may read from replicas, picked at random (not by latency,
+// go-redis issue #3023); none without the setting or on one server.
+func TestReplicaReadsClient(t *testing.T) {
+	t.Parallel()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = cc.Close() })
+	on := config.Config{RedisClusterAddrs: []string{"127.0.0.1:1"}, HotKey: config.HotKeySettings{ReplicaReads: true}}
+	rc := newReplicaReads(on, cc, nil)
+	if rc == nil {
+		t.Fatal("REDIS_REPLICA_READS on a cluster: got no client")
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 1 {
-		t.Errorf("entry %s in the cluster: got %d, want 1", key, n)
+	t.Cleanup(func() { _ = rc.Close() })
+	if o := rc.Options(); !o.ReadOnly || !o.RouteRandomly || o.RouteByLatency {
+		t.Errorf("replica client: ReadOnly %v RouteRandomly %v RouteByLatency %v, want true true false", o.ReadOnly, o.RouteRandomly, o.RouteByLatency)
 	}
-	if got := keysOnMasters(t, rdb, fmt.Sprintf("product:v1:{%d*", id)); len(got) != 3 {
-		t.Errorf("entry and copies: got %q, want 3 keys", got)
+	if o := cc.Options(); o.ReadOnly {
+		t.Error("the main client became ReadOnly: every read (locks' double-check too) could hit a lagging replica")
 	}
-
-	// One lock on each master: the listing must scan them all.
-	admin := a.logs.records("admin listening")
-	if len(admin) == 0 {
-		t.Fatal(`no "admin listening" log line`)
+	if got := newReplicaReads(config.Config{HotKey: config.HotKeySettings{}}, cc, nil); got != nil {
+		t.Error("without REDIS_REPLICA_READS: got a client, want none")
 	}
-	feed := fmt.Sprintf("http://%s/api/state", admin[0]["addr"])
-	u := dbtest.Unique()
-	var locks []string
-	masters := map[string]bool{}
-	for i := 0; len(masters) < 3 && i < 1000; i++ {
-		k := fmt.Sprintf("lock:product:v1:{%s-%d}", u, i)
-		n, err := rdb.MasterForKey(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if masters[n.Options().Addr] {
-			continue
-		}
-		masters[n.Options().Addr] = true
-		if err := rdb.Set(ctx, k, "token", 20*time.Second).Err(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rdb.Del(ctx, k) })
-		locks = append(locks, k)
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = single.Close() })
+	if got := newReplicaReads(on, single, nil); got != nil {
+		t.Error("on one server: got a client, want none")
 	}
-	if len(masters) != 3 {
-		t.Fatalf("placed locks on %d masters, want 3", len(masters))
-	}
-	for _, k := range locks {
-		if ttl, found := lockTTL(t, feed, k); !found || ttl <= 0 {
-			t.Errorf("lock %s held on the cluster: found %v (ttl %d ms) in the console feed, want listed", k, found, ttl)
-		}
-	}
-}
-
-// keysOnMasters lists keys matching pattern on every master.
-func keysOnMasters(t *testing.T, rdb *redis.ClusterClient, pattern string) []string {
-	t.Helper()
-	var keys []string
-	var mu = make(chan struct{}, 1)
-	err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
-		found, err := n.Keys(ctx, pattern).Result()
-		mu <- struct{}{}
-		keys = append(keys, found...)
-		<-mu
-		return err
-	})
-	if err != nil {
-		t.Fatalf("keys %s: %v", pattern, err)
-	}
-	return keys
 }

@@ -1,36 +1,26 @@
 package app
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
 	"github.com/stampede-guard/api/internal/testkit/rediscluster"
 )
 
-// childEnv, when "1", makes the test binary run the service itself instead
-// of the tests: a test can then start the app as a separate process and kill
-// it with SIGKILL, as a crash would, which an in-process app cannot show.
-const childEnv = "STAMPEDE_TEST_CHILD"
+// The composition root's unit tests: its configuration, wiring and
+// commands called directly. The scenarios that drive the app from outside
+// (HTTP, Redis, PostgreSQL, app.Main) are in e2e/.
 
-// TestMain runs the service when asked to (childEnv), and otherwise keeps
-// the local Redis Cluster up for the package: the app and the rate limiter
-// are tested on it as well as on one Redis.
+// redisDB is the Redis logical database of this package's tests.
+const redisDB = 4
+
+// envOf is a getenv over a map.
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// TestMain keeps the local Redis Cluster up for the package: the rate
+// limiter's store is tested on it as well as on one Redis.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	code := rediscluster.Main(m).Run()
-	if msg := openAPI.report(); msg != "" {
-		fmt.Fprintln(os.Stderr, "FAIL:", msg)
-		code = 1
-	} else if code == 0 && testing.Verbose() {
-		fmt.Println(openAPI.summary())
-	}
-	os.Exit(code)
+	os.Exit(rediscluster.Main(m).Run())
 }

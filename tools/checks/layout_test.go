@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -91,6 +92,59 @@ func TestLayoutCheckCanFail(t *testing.T) {
 		if dir != "internal/app" && slices.Contains(allowed, "*") {
 			t.Errorf("%s may import everything; only the composition root may", dir)
 		}
+	}
+}
+
+// e2eMayImport is what the end-to-end tests (e2e/, test files only) may
+// import from the module: the app only through internal/app's one export,
+// Main, as the binary runs it; the public packages and a few internal types
+// to read answers (admin JSON, signed entries); the test kit.
+var e2eMayImport = []string{"internal/app", "client", "handlers", "repo", "cache", "migrations",
+	"internal/breaker", "internal/console", "internal/testkit/*"}
+
+// TestLayoutE2EDrivesTheAppFromOutside: e2e/ imports only e2eMayImport and
+// uses nothing of internal/app but Main, so a scenario never reaches into
+// the composition root (its unit tests live beside it).
+func TestLayoutE2EDrivesTheAppFromOutside(t *testing.T) {
+	root := repoRoot(t)
+	module := appModule(t, root)
+	files, _ := filepath.Glob(filepath.Join(root, "e2e", "*.go"))
+	if len(files) < 10 {
+		t.Fatalf("found %d Go files in e2e/; want the end-to-end tests", len(files))
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appName := ""
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rel, ok := strings.CutPrefix(p, module+"/")
+			if !ok {
+				continue
+			}
+			if !slices.ContainsFunc(e2eMayImport, func(a string) bool {
+				return a == rel || strings.HasSuffix(a, "/*") && strings.HasPrefix(rel, strings.TrimSuffix(a, "*"))
+			}) {
+				t.Errorf("%s imports %s, which e2eMayImport does not allow", filepath.Base(path), rel)
+			}
+			if rel == "internal/app" {
+				appName = "app"
+				if imp.Name != nil {
+					appName = imp.Name.Name
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && appName != "" {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == appName && sel.Sel.Name != "Main" {
+					t.Errorf("%s uses app.%s; e2e runs the app through app.Main only", filepath.Base(path), sel.Sel.Name)
+				}
+			}
+			return true
+		})
 	}
 }
 

@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
+)
+
+// cli runs one command line of the binary on dbURL and returns its output.
+func cli(t *testing.T, dbURL string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	env := map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": dbtest.RedisURL()}
+	err := command(context.Background(), args, func(k string) string { return env[k] }, &out)
+	return out.String(), err
+}
+
+func mustCLI(t *testing.T, dbURL string, args ...string) string {
+	t.Helper()
+	out, err := cli(t, dbURL, args...)
+	if err != nil {
+		t.Fatalf("api %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// statusLines maps each migration file to "pending" or an applied time.
+func statusLines(t *testing.T, out string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] != "VERSION" {
+			got[f[2]] = f[1]
+		}
+	}
+	return got
+}
+
+// TestCLIMigrate: status lists every migration pending on an empty
+// database; up applies them; down rolls back the last one only; up again
+// re-applies it.
+func TestCLIMigrate(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t, "climig")
+	want := migrationVersions(t)
+	// The newest file's state: names start with a fixed-width version.
+	last := func(st map[string]string) string { return st[slices.Max(slices.Collect(maps.Keys(st)))] }
+
+	st := statusLines(t, mustCLI(t, dbURL, "migrate", "status"))
+	if len(st) != len(want) {
+		t.Fatalf("status on an empty database lists %d migrations, want %d: %v", len(st), len(want), st)
+	}
+	for name, state := range st {
+		if state != "pending" {
+			t.Errorf("empty database: %s is %q, want pending", name, state)
+		}
+	}
+
+	mustCLI(t, dbURL, "migrate", "up")
+	conn := dbConn(t, dbURL)
+	if got := scalar(t, conn, `SELECT count(*) FROM products WHERE id BETWEEN 1 AND 1000`); got != 1000 {
+		t.Errorf("after migrate up: products 1..1000: got %d, want 1000", got)
+	}
+	for name, state := range statusLines(t, mustCLI(t, dbURL, "migrate", "status")) {
+		if state == "pending" {
+			t.Errorf("after up: %s still pending", name)
+		}
+	}
+
+	mustCLI(t, dbURL, "migrate", "down")
+	st = statusLines(t, mustCLI(t, dbURL, "migrate", "status"))
+	pending := 0
+	for _, state := range st {
+		if state == "pending" {
+			pending++
+		}
+	}
+	if pending != 1 || last(st) != "pending" {
+		t.Errorf("after down: %d pending (newest %q), want exactly the newest: %v", pending, last(st), st)
+	}
+	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE tablename = '`+newestTable+`'`); got != 0 {
+		t.Errorf("after down: %s table (the newest migration's) still exists", newestTable)
+	}
+	mustCLI(t, dbURL, "migrate", "up")
+	if last(statusLines(t, mustCLI(t, dbURL, "migrate", "status"))) == "pending" {
+		t.Error("after up again: the newest migration is still pending")
+	}
+}
+
+// TestCLISeed: seed migrates an empty database and adds the demo orders,
+// even with a request-sized DB_STATEMENT_TIMEOUT; a second seed adds none.
+// The schema migrations alone add products 1..1000 and no order.
+func TestCLISeed(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t, "cliseed")
+	mustCLI(t, dbURL, "migrate", "up")
+	conn := dbConn(t, dbURL)
+	if got := scalar(t, conn, `SELECT count(*) FROM orders`); got != 0 {
+		t.Errorf("migrations alone: %d orders, want 0 (demo data is seed's)", got)
+	}
+
+	out := mustCLI(t, dbURL, "seed")
+	if got := scalar(t, conn, `SELECT count(*) FROM orders`); got != 50000 {
+		t.Errorf("after seed: %d orders, want 50000\n%s", got, out)
+	}
+	if !strings.Contains(out, "50000 demo orders added") {
+		t.Errorf("seed output %q does not say how many orders it added", out)
+	}
+	out = mustCLI(t, dbURL, "seed")
+	if got := scalar(t, conn, `SELECT count(*) FROM orders`); got != 50000 {
+		t.Errorf("after a second seed: %d orders, want still 50000", got)
+	}
+	if !strings.Contains(out, " 0 demo orders added") {
+		t.Errorf("second seed output %q, want 0 added", out)
+	}
+}
+
+// TestCLIUnknownCommand: anything but the known commands is a usage error,
+// with nothing started.
+func TestCLIUnknownCommand(t *testing.T) {
+	for _, args := range [][]string{{"serve"}, {"migrate"}, {"migrate", "sideways"}, {"seed", "now"}} {
+		out, err := cli(t, "postgres://127.0.0.1:1/none", args...)
+		if err == nil || !strings.Contains(err.Error(), "usage: api [command]") {
+			t.Errorf("api %v: got %v, want the usage error", args, err)
+		}
+		if out != "" {
+			t.Errorf("api %v printed %q, want nothing", args, out)
+		}
+	}
+}
+
+// TestMigrateOnStartOff: with MIGRATE_ON_START=false the service starts
+// without touching the schema; by default it migrates (every other test).
+//
+// newestTable is the table the newest migration creates.
+func TestMigrateOnStartOff(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
+	mustCLI(t, env["DATABASE_URL"], "migrate", "down")
+	env["MIGRATE_ON_START"] = "false"
+	// The newest migration holds the generated cache signing key: without
+	// it the app refuses to start unless a key is configured.
+	env["CACHE_SIGNING_KEY"] = "a configured key of at least 32 bytes"
+	a := launchApp(t, env)
+	base := a.waitListening()
+	if recs := a.logs.records("migration applied"); len(recs) != 0 {
+		t.Errorf("MIGRATE_ON_START=false: %d migrations applied at start, want 0", len(recs))
+	}
+	conn := dbConn(t, env["DATABASE_URL"])
+	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE tablename = '`+newestTable+`'`); got != 0 {
+		t.Error("MIGRATE_ON_START=false: the pending migration was applied")
+	}
+	if resp, raw := call(t, "GET", base+"/products/1", nil, ""); resp.StatusCode != 200 {
+		t.Errorf("GET /products/1 on the migrated products table: %d %s", resp.StatusCode, raw)
+	}
+}
+
+// TestNoArgumentsServes: the binary with no argument is the server.
+func TestNoArgumentsServes(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env["HTTP_ADDR"], env["ADMIN_ADDR"] = "127.0.0.1:0", "off"
+	logs := &logCapture{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- command(ctx, nil, func(k string) string { return env[k] }, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("command with no argument returned %v after cancel, want nil", err)
+		}
+	}()
+	if !dbtest.Eventually(listenWait, func() bool { return len(logs.records("listening")) > 0 }) {
+		t.Fatalf("command with no argument did not serve:\n%s", logs)
+	}
+	addr, _ := logs.records("listening")[0]["addr"].(string)
+	if resp, raw := call(t, "GET", "http://"+addr+"/healthz", nil, ""); resp.StatusCode != 200 {
+		t.Errorf("GET /healthz: %d %s", resp.StatusCode, raw)
+	}
+}
+
+// TestStartNeedsTheSigningKey: with MIGRATE_ON_START=false, no
+// CACHE_SIGNING_KEY and the key's table not migrated yet, the app refuses
+// to start, saying what to do, rather than serve unsigned entries.
+func TestStartNeedsTheSigningKey(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t, map[string]string{"MIGRATE_ON_START": "false", "HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "off"})
+	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
+	mustCLI(t, env["DATABASE_URL"], "migrate", "down") // drops cache_signing_key
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, envOf(env), &logCapture{})
+	if err == nil || !strings.Contains(err.Error(), "CACHE_SIGNING_KEY") {
+		t.Fatalf("run: got %v, want a refusal naming CACHE_SIGNING_KEY", err)
+	}
+}
+
+// newestTable is created by the newest migration (00004_cache_signing_key.sql): the
+// one `migrate down` removes.
+const newestTable = "cache_signing_key"
