@@ -8,7 +8,7 @@ package handlers
 // measured, not guessed: docs/benchmarks.md "End to end: one hot key
 // through the whole stack", and
 //
-//	go test -run '^$' -bench BenchmarkHotKey -benchmem ./e2e
+//	go test -run '^$' -bench BenchmarkHotKey -benchmem ./internal/e2e
 //
 // A handler of your own needs none of them; copy get's shape, not these.
 

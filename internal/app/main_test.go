@@ -9,7 +9,7 @@ import (
 
 // The composition root's unit tests: its configuration, wiring and
 // commands called directly. The scenarios that drive the app from outside
-// (HTTP, Redis, PostgreSQL, app.Main) are in e2e/.
+// (HTTP, Redis, PostgreSQL, app.Main) are in internal/e2e/.
 
 // redisDB is the Redis logical database of this package's tests.
 const redisDB = 4

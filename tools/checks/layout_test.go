@@ -95,22 +95,22 @@ func TestLayoutCheckCanFail(t *testing.T) {
 	}
 }
 
-// e2eMayImport is what the end-to-end tests (e2e/, test files only) may
+// e2eMayImport is what the end-to-end tests (internal/e2e/, test files only) may
 // import from the module: the app only through internal/app's one export,
 // Main, as the binary runs it; the public packages and a few internal types
 // to read answers (admin JSON, signed entries); the test kit.
 var e2eMayImport = []string{"internal/app", "client", "handlers", "repo", "cache", "migrations",
 	"internal/breaker", "internal/console", "internal/testkit/*"}
 
-// TestLayoutE2EDrivesTheAppFromOutside: e2e/ imports only e2eMayImport and
+// TestLayoutE2EDrivesTheAppFromOutside: internal/e2e/ imports only e2eMayImport and
 // uses nothing of internal/app but Main, so a scenario never reaches into
 // the composition root (its unit tests live beside it).
 func TestLayoutE2EDrivesTheAppFromOutside(t *testing.T) {
 	root := repoRoot(t)
 	module := appModule(t, root)
-	files, _ := filepath.Glob(filepath.Join(root, "e2e", "*.go"))
+	files, _ := filepath.Glob(filepath.Join(root, "internal", "e2e", "*.go"))
 	if len(files) < 10 {
-		t.Fatalf("found %d Go files in e2e/; want the end-to-end tests", len(files))
+		t.Fatalf("found %d Go files in internal/e2e/; want the end-to-end tests", len(files))
 	}
 	fset := token.NewFileSet()
 	for _, path := range files {

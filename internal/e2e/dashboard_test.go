@@ -19,7 +19,7 @@ import (
 // is an empty panel nobody notices until an incident. These tests start the
 // real app, scrape /metrics and check the dashboard against it.
 
-const dashboardPath = "../deploy/observability/grafana/dashboard.json"
+const dashboardPath = "../../deploy/observability/grafana/dashboard.json"
 
 // grafanaTarget is one query of a panel: what these tests read of
 // dashboard.json (its structure is checked in checks/grafana_test.go).
