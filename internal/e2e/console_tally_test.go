@@ -21,17 +21,21 @@ import (
 // internal/admin's TestTallyKeepsOnlyTakenIDs.)
 func TestConsoleTallyCountsOnlyValidatedIDs(t *testing.T) {
 	t.Parallel()
-	// 20 requests a minute from one address: the three good reads and
-	// some refused ids pass the limit, everything after it is a 429.
-	a := launchApp(t, testEnv(t, map[string]string{"RATE_LIMIT": "20-M"}))
+	// 20 requests a minute per address: the junk client's first refused
+	// ids pass the limit, everything after it is a 429. The good reads come
+	// last, from another address (through the trusted local proxy), so
+	// they are inside the tally's window however slow the junk was.
+	a := launchApp(t, testEnv(t, map[string]string{"RATE_LIMIT": "20-M", "TRUSTED_PROXIES": "127.0.0.1/32"}))
 	base := a.waitListening()
+	const junkClient, goodClient = "203.0.113.7", "198.51.100.1"
 
-	get := func(method, id string) int {
+	get := func(method, id, client string) int {
 		t.Helper()
 		req, err := http.NewRequest(method, base+"/products/"+id, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("X-Forwarded-For", client)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("%s /products/%.40s: %v", method, id, err)
@@ -40,26 +44,18 @@ func TestConsoleTallyCountsOnlyValidatedIDs(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for _, tc := range []struct {
-		method, id string
-		want       int
-	}{{"GET", "1", 200}, {"HEAD", "2", 200}, {"GET", fmt.Sprint(absentProductID), 404}} {
-		if got := get(tc.method, tc.id); got != tc.want {
-			t.Fatalf("%s /products/%s: %d, want %d", tc.method, tc.id, got, tc.want)
-		}
-	}
 	refused := map[int]int{}
 	huge := "9" + strings.Repeat("0", 60<<10) // 60 KB of digits: no int64
 	for i := range 300 {
-		refused[get("GET", huge+fmt.Sprint(i))]++
+		refused[get("GET", huge+fmt.Sprint(i), junkClient)]++
 		raw := make([]byte, 1+rand.IntN(200))
 		for j := range raw {
 			raw[j] = byte(rand.IntN(256))
 		}
-		refused[get("GET", url.PathEscape(string(raw)))]++
-		refused[get("HEAD", []string{"+1", "01", "0", "-7", "1.5", "1e3"}[i%6])]++
+		refused[get("GET", url.PathEscape(string(raw)), junkClient)]++
+		refused[get("HEAD", []string{"+1", "01", "0", "-7", "1.5", "1e3"}[i%6], junkClient)]++
 	}
-	refused[get("GET", "3")]++ // a good id, refused by the rate limit
+	refused[get("GET", "3", junkClient)]++ // a good id, refused by the rate limit
 	if refused[http.StatusTooManyRequests] == 0 || refused[http.StatusBadRequest] == 0 {
 		t.Fatalf("statuses %v: want both 400 (bad ids) and 429 (rate limit) among the refused", refused)
 	}
@@ -69,6 +65,14 @@ func TestConsoleTallyCountsOnlyValidatedIDs(t *testing.T) {
 		}
 	}
 
+	for _, tc := range []struct {
+		method, id string
+		want       int
+	}{{"GET", "1", 200}, {"HEAD", "2", 200}, {"GET", fmt.Sprint(absentProductID), 404}} {
+		if got := get(tc.method, tc.id, goodClient); got != tc.want {
+			t.Fatalf("%s /products/%s: %d, want %d", tc.method, tc.id, got, tc.want)
+		}
+	}
 	want := []string{"product 1", "product 2", fmt.Sprint("product ", absentProductID)}
 	if got := topKeys(t, a); !slices.Equal(got, want) {
 		t.Errorf("top keys %v, want %v: refused or malformed reads were counted", got, want)
