@@ -26,9 +26,8 @@ import (
 // takes the normal path. Start-up therefore does not depend on the size of
 // the catalogue.
 type knownIDs struct {
-	perSecond float64
-	budget    interface{ Allow(context.Context) bool }
-	wake      chan struct{} // asks the upkeep for a catch-up; never blocks
+	budget interface{ Allow(context.Context) bool }
+	wake   chan struct{} // asks the upkeep for a catch-up; never blocks
 	// checkEvery is how often the upkeep looks for rows it has not seen
 	// (knownCheckEvery).
 	checkEvery time.Duration

@@ -40,7 +40,6 @@ func (p *Products) FilterUnknownIDs(perSecond float64) (stop func()) {
 
 func (p *Products) filterUnknownIDs(perSecond float64, checkEvery time.Duration) (stop func()) {
 	k := &knownIDs{
-		perSecond:  perSecond,
 		budget:     p.cache.NewQuota("unknown-id-lookups", int(perSecond)),
 		wake:       make(chan struct{}, 1),
 		checkEvery: checkEvery,
