@@ -171,8 +171,22 @@ func TestLockOnBothBackends(t *testing.T) {
 		if _, err := redislock.Obtain(ctx, be.client(t), lk, 10*time.Second); !errors.Is(err, redislock.ErrNotObtained) {
 			t.Fatalf("second Obtain: got %v, want ErrNotObtained", err)
 		}
-		if err := l.SetAndRelease(ctx, key, []byte("v"), time.Minute); err != nil {
+		// The fill signal published inside the script reaches a
+		// subscriber on another connection (on a cluster, maybe another
+		// node: the bus carries it).
+		sub := be.client(t).Subscribe(ctx, prefix+"filled")
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+		if err := l.SetAndRelease(ctx, key, []byte("v"), time.Minute,
+			redislock.Announce{Channel: prefix + "filled", Message: "1 " + key}); err != nil {
 			t.Fatalf("SetAndRelease: %v", err)
+		}
+		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if m, err := sub.ReceiveMessage(mctx); err != nil || m.Payload != "1 "+key {
+			t.Errorf("fill signal from the fenced write: got %v, %v", m, err)
 		}
 		if got := rdb.Get(ctx, key).Val(); got != "v" {
 			t.Errorf("entry: got %q, want %q", got, "v")
@@ -187,7 +201,7 @@ func TestLockOnBothBackends(t *testing.T) {
 			t.Fatalf("Obtain: %v", err)
 		}
 		t.Cleanup(func() { rdb.Del(ctx, "lock:"+prefix+"elsewhere", other, key) })
-		err = l2.SetAndRelease(ctx, other, []byte("v"), time.Minute)
+		err = l2.SetAndRelease(ctx, other, []byte("v"), time.Minute, redislock.Announce{})
 		if _, cluster := rdb.(*redis.ClusterClient); cluster && err == nil {
 			t.Errorf("fenced write over two slots on the cluster: got nil, want CROSSSLOT")
 		} else if !cluster && err != nil {

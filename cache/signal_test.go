@@ -14,11 +14,12 @@ import (
 
 // TestFillSignalWakesWaiters: while instance A loads 20 cold keys, instance
 // B's waiters for them are woken by A's fill signals rather than finding the
-// values at a poll; with signals on another channel, they only poll. B's
-// first poll comes after 1–2 s, well past A's 300 ms loads: with the usual
-// 10–20 ms start, a poll landing between A's store and its PUBLISH (a
-// round trip later, longer on a busy machine) found the value first and
-// the count measured the machine.
+// values at a poll; with signals on another channel, they only poll. A's
+// loads end only once B has found every lock taken (or after 5 s), and B's
+// first poll comes 2.5–5 s into its wait: a B that reached the lock after
+// A's store (a starved machine delays goroutines by more than a fixed load
+// time) would find the value without waiting, and the count would measure
+// the machine instead of the signal.
 func TestFillSignalWakesWaiters(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -33,8 +34,8 @@ func TestFillSignalWakesWaiters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			ch := "filled:" + dbtest.Unique()
-			cfgA := cache.Config{Mode: cache.ModeLock, FillChannel: ch}
-			cfgB := cache.WithFirstPoll(cfgA, 2*time.Second)
+			cfgA := cache.Config{Mode: cache.ModeLock, FillChannel: ch, LockTTL: 10 * time.Second, LockWait: 10 * time.Second}
+			cfgB := cache.WithFirstPoll(cfgA, 5*time.Second)
 			if !tc.sameChannel {
 				cfgB.FillChannel = "filled:" + dbtest.Unique()
 			}
@@ -49,7 +50,8 @@ func TestFillSignalWakesWaiters(t *testing.T) {
 				wg.Go(func() {
 					_, _ = a.Fetch(ctx, key, func(ctx context.Context) ([]byte, error) {
 						close(started)
-						return slowLoad(&loads, 300*time.Millisecond, "v")(ctx)
+						dbtest.Eventually(5*time.Second, func() bool { return b.Stats().LockContended >= 20 })
+						return slowLoad(&loads, 100*time.Millisecond, "v")(ctx)
 					})
 				})
 				wg.Go(func() {
@@ -60,6 +62,9 @@ func TestFillSignalWakesWaiters(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			if n := b.Stats().LockContended; n < 20 {
+				t.Errorf("B found %d of 20 locks taken, want all (A's loads wait for them)", n)
+			}
 			if n := loads.Load(); n != 20 {
 				t.Errorf("%d loads, want 20 (one per key)", n)
 			}

@@ -41,12 +41,17 @@ if redis.call("get", KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-	// KEYS[1] lock, KEYS[2] value; ARGV token, value, ttl ms. Both keys carry
-	// the same hash tag, so this is legal on Redis Cluster too.
+	// KEYS[1] lock, KEYS[2] value; ARGV token, value, ttl ms, and an
+	// optional channel and message published once the value is in. Both
+	// keys carry the same hash tag, so this is legal on Redis Cluster too
+	// (PUBLISH names no key; the cluster bus carries it to every node).
 	fencedSetScript = redis.NewScript(`
 if redis.call("get", KEYS[1]) == ARGV[1] then
   redis.call("set", KEYS[2], ARGV[2], "PX", ARGV[3])
   redis.call("del", KEYS[1])
+  if ARGV[4] ~= "" then
+    redis.call("publish", ARGV[4], ARGV[5])
+  end
   return 1
 end
 return 0`)
@@ -129,12 +134,19 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
+// Announce is a message SetAndRelease publishes in the same step as the
+// write (no message when Channel is empty).
+type Announce struct{ Channel, Message string }
+
 // SetAndRelease stores value under key for ttl and releases the lock, in one
 // atomic step, only while the lock is still ours: a fenced write. A holder
 // that lost its lock during a slow load gets ErrLockNotHeld and writes
 // nothing, so it cannot overwrite a newer value (the memcache lease rule).
-func (l *Lock) SetAndRelease(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	n, err := fencedSetScript.Run(ctx, l.rdb, []string{l.key, key}, l.token, value, ttl.Milliseconds()).Int64()
+// The write also publishes announce, so whoever waits for the value hears
+// of it without another round trip after the write.
+func (l *Lock) SetAndRelease(ctx context.Context, key string, value []byte, ttl time.Duration, announce Announce) error {
+	n, err := fencedSetScript.Run(ctx, l.rdb, []string{l.key, key}, l.token, value, ttl.Milliseconds(),
+		announce.Channel, announce.Message).Int64()
 	if err != nil {
 		return fmt.Errorf("fenced set %s: %w", key, err)
 	}

@@ -70,14 +70,31 @@ func TestLockSemantics(t *testing.T) {
 		t.Errorf("after holder Extend: got lock TTL %s, want > 5s (about 1m)", ttl)
 	}
 
-	if err := stale.SetAndRelease(ctx, key, []byte("late"), time.Minute); !errors.Is(err, redislock.ErrLockNotHeld) {
+	// The fenced write announces the value on a channel in the same step;
+	// a write that lost its lock announces nothing.
+	channel := prefix + "filled"
+	sub := rdb.Subscribe(ctx, channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatalf("subscribe: %v", err)
+	}
+	if err := stale.SetAndRelease(ctx, key, []byte("late"), time.Minute,
+		redislock.Announce{Channel: channel, Message: "late"}); !errors.Is(err, redislock.ErrLockNotHeld) {
 		t.Errorf("SetAndRelease with stale token: got %v, want ErrLockNotHeld", err)
 	}
 	if n := rdb.Exists(ctx, key, lk).Val(); n != 1 {
 		t.Errorf("after stale SetAndRelease: got %d of {value, lock} keys, want 1 (lock only)", n)
 	}
-	if err := holder.SetAndRelease(ctx, key, []byte("fresh"), time.Minute); err != nil {
+	if err := holder.SetAndRelease(ctx, key, []byte("fresh"), time.Minute,
+		redislock.Announce{Channel: channel, Message: "fresh"}); err != nil {
 		t.Errorf("SetAndRelease by holder: got %v, want nil", err)
+	}
+	// The first message on the channel is the holder's: the stale write
+	// published none.
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if m, err := sub.ReceiveMessage(mctx); err != nil || m.Payload != "fresh" {
+		t.Errorf("announcement after SetAndRelease: got %v, %v; want the message \"fresh\"", m, err)
 	}
 	if got := rdb.Get(ctx, key).Val(); got != "fresh" {
 		t.Errorf("after holder SetAndRelease: got value %q, want %q", got, "fresh")
