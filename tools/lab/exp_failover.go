@@ -92,9 +92,9 @@ func (l *Lab) pgFailover(ctx context.Context) *Experiment {
 		return x.fail(err)
 	}
 	promoted := time.Now()
-	waitUntil(ctx, 4*failoverBack, func() bool { return !load.firstCreated(killed, promoted).IsZero() })
+	waitUntil(ctx, 4*failoverBack, func() bool { return !load.firstCreated(killed).IsZero() })
 	m1 := scrapeSum(ctx, c.Bases())
-	first := load.firstCreated(killed, promoted)
+	first := load.firstCreated(killed)
 	_ = sleepCtx(ctx, after)
 	load.end()
 	ended = true

@@ -158,13 +158,15 @@ func (f *failoverLoad) post(ctx context.Context, url, key, body string) (answer,
 }
 
 // firstCreated is when the first 201 came to an order attempt sent after
-// since and answered after after (zero if none yet).
-func (f *failoverLoad) firstCreated(since, after time.Time) time.Time {
+// since (zero if none yet). Sent after the old primary was stopped, a 201
+// can only be the new primary's commit: it may come a moment before
+// pg_ctl promote returns, which polls for the promotion's end.
+func (f *failoverLoad) firstCreated(since time.Time) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var first time.Time
 	for _, a := range f.orders {
-		if a.status == http.StatusCreated && a.sent.After(since) && a.done.After(after) && (first.IsZero() || a.done.Before(first)) {
+		if a.status == http.StatusCreated && a.sent.After(since) && (first.IsZero() || a.done.Before(first)) {
 			first = a.done
 		}
 	}
