@@ -127,6 +127,12 @@ func (l *Lab) startFailoverCluster(ctx context.Context, pair *pgfailover.Pair, d
 	if out, err := createdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("createdb on the multi-host URL: %w: %s", err, out)
 	}
+	// A synchronous commit is flushed on the replica, not yet replayed:
+	// the reports pool, on the replica, would find no database to ping.
+	replica := &PG{admin: pair.ReplicaURL("postgres")}
+	if !waitUntil(ctx, 30*time.Second, func() bool { return replica.HasDatabase(ctx, db) }) {
+		return nil, fmt.Errorf("database %s not replayed on the replica within 30 s", db)
+	}
 	c := &Cluster{lab: l, Name: "failover", DB: db, Env: maps.Clone(baseEnv)}
 	c.Env["HTTP_ADDR"] = "127.0.0.1:0"
 	c.Env["DATABASE_URL"] = pair.URL(db)

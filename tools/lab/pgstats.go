@@ -182,6 +182,18 @@ func (pg *PG) Transactions(ctx context.Context, name string) (int64, error) {
 	return n, err
 }
 
+// HasDatabase reports whether database name exists on the server.
+func (pg *PG) HasDatabase(ctx context.Context, name string) bool {
+	conn, err := pg.connect(ctx, "")
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n)
+	return err == nil && n == 1
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
