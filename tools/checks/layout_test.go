@@ -51,7 +51,7 @@ var mayImport = map[string][]string{
 	"internal/testkit/pgfailover":   {"internal/testkit/optional"},
 	"internal/testkit/rediscluster": {"cache"},
 	// The lab drives built binaries over HTTP; it links none of the app.
-	"tools/lab": {"client", "internal/server", "internal/testkit/metricstext", "internal/testkit/netproxy", "internal/testkit/rediscluster"},
+	"tools/lab": {"client", "internal/server", "internal/testkit/metricstext", "internal/testkit/netproxy", "internal/testkit/pgfailover", "internal/testkit/rediscluster"},
 }
 
 // ginImporters are the only folders that may import gin: the edge.

@@ -82,6 +82,7 @@ var experiments = []experiment{
 	{"hot-key", (*Lab).hotKey},
 	{"refusal", (*Lab).refusal},
 	{"catalogue", (*Lab).catalogue},
+	{"failover", (*Lab).pgFailover},
 }
 
 func main() {

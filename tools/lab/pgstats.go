@@ -164,6 +164,36 @@ func (pg *PG) SettledScans(ctx context.Context, name string) (int64, error) {
 	return pg.IndexScans(ctx, name)
 }
 
+// Transactions reads xact_commit + xact_rollback of database name from
+// pg_stat_database: every transaction its backends ended, the app's
+// statements (each its own transaction unless inside one) and health
+// checks alike. Read once every backend is gone, it is exact (see PG).
+func (pg *PG) Transactions(ctx context.Context, name string) (int64, error) {
+	conn, err := pg.connect(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+		return 0, err
+	}
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1`, name).Scan(&n)
+	return n, err
+}
+
+// HasDatabase reports whether database name exists on the server.
+func (pg *PG) HasDatabase(ctx context.Context, name string) bool {
+	conn, err := pg.connect(ctx, "")
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n)
+	return err == nil && n == 1
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

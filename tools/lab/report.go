@@ -34,6 +34,9 @@ type Experiment struct {
 	Notes   []string   `json:"notes,omitempty"`
 	Seconds float64    `json:"seconds"`
 	Error   string     `json:"error,omitempty"`
+	// Skipped says why the experiment could not run on this machine (a
+	// program it needs is missing); it is neither a pass nor a failure.
+	Skipped string `json:"skipped,omitempty"`
 	// upkeepScans: the app's own upkeep also scans products_pkey (the
 	// unknown-id filter's catch-ups: PostgreSQL's planner probes the index
 	// for the range's end, which idx_scan counts), so idx_scan and the
@@ -128,6 +131,9 @@ func (x *Experiment) print(w io.Writer) {
 	if x.Error != "" {
 		fmt.Fprintf(w, "   ERROR: %s\n", x.Error)
 	}
+	if x.Skipped != "" {
+		fmt.Fprintf(w, "   SKIPPED: %s\n", x.Skipped)
+	}
 	fmt.Fprintln(w)
 }
 
@@ -136,6 +142,9 @@ func (x *Experiment) print(w io.Writer) {
 func (r *Report) summary(w io.Writer) int {
 	var failed, checks, bad int
 	for _, x := range r.Experiments {
+		if x.Skipped != "" {
+			fmt.Fprintf(w, "experiment %s skipped: %s\n", x.Name, x.Skipped)
+		}
 		if x.Error != "" {
 			failed++
 			fmt.Fprintf(w, "experiment %s did not complete: %s\n", x.Name, x.Error)

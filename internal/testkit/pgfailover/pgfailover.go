@@ -10,6 +10,7 @@ package pgfailover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,45 +66,71 @@ type Node struct {
 // Pair is a primary and its streaming replica.
 type Pair struct {
 	Primary, Replica Node
-	bin              string // the directory of pg_ctl, initdb, pg_basebackup
-	dir              string // owned by the user the servers run as
-	t                testing.TB
+	bin              string     // the directory of pg_ctl, initdb, pg_basebackup
+	dir              string     // owned by the user the servers run as
+	t                testing.TB // the test of a pair made by Start; nil after Launch
 }
 
 // Start initialises a primary, clones a replica from it with
 // pg_basebackup, starts both and returns once the replica streams (and,
-// with Synchronous, is the primary's synchronous standby). Cleanup stops
-// both, also when Start fails half-way.
+// with Synchronous, is the primary's synchronous standby). Without the
+// binaries the test is left out (optional.Tool); cleanup stops both, also
+// when Start fails half-way.
 func Start(t testing.TB, opts Options) *Pair {
 	t.Helper()
-	pgCtl := Tool().Require(t)
+	Tool().Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p, err := Launch(ctx, opts)
+	if p != nil {
+		t.Cleanup(p.Close)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.t = t
+	return p
+}
+
+// Launch is Start for a program that is not a test (tools/lab): it
+// returns an error where Start fails the test, and the caller must Close
+// the pair it returns, also with an error (a pair half started).
+func Launch(ctx context.Context, opts Options) (*Pair, error) {
+	pgCtl := Tool().Lookup()
+	if pgCtl == "" {
+		return nil, errors.New("pgfailover: no PostgreSQL server binaries (pg_ctl) under /usr/lib/postgresql/*/bin or on PATH; set PG_CTL")
+	}
 	sweep()
 	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
-		t.Fatalf("pgfailover: %v", err)
+		return nil, fmt.Errorf("pgfailover: %w", err)
 	}
-	p := &Pair{bin: filepath.Dir(pgCtl), dir: dir, t: t}
+	p := &Pair{bin: filepath.Dir(pgCtl), dir: dir}
 	// The owner file lets a later run's sweep stop this pair if this
 	// process dies before its cleanup.
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		t.Fatalf("pgfailover: %v", err)
+		return p, fmt.Errorf("pgfailover: %w", err)
 	}
-	t.Cleanup(func() { stopAll(p.bin, dir) })
 	if err := chownToServer(dir); err != nil {
-		t.Fatalf("pgfailover: %v", err)
+		return p, fmt.Errorf("pgfailover: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	p.Primary = Node{Port: freePort(t), data: filepath.Join(dir, "primary"), log: filepath.Join(dir, "primary.log")}
-	p.Replica = Node{Port: freePort(t), data: filepath.Join(dir, "replica"), log: filepath.Join(dir, "replica.log")}
+	ports, err := freePorts(2)
+	if err != nil {
+		return p, fmt.Errorf("pgfailover: %w", err)
+	}
+	p.Primary = Node{Port: ports[0], data: filepath.Join(dir, "primary"), log: filepath.Join(dir, "primary.log")}
+	p.Replica = Node{Port: ports[1], data: filepath.Join(dir, "replica"), log: filepath.Join(dir, "replica.log")}
 	if err := p.startPrimary(ctx); err != nil {
-		t.Fatalf("pgfailover: primary: %v\n%s", err, p.logs())
+		return p, fmt.Errorf("pgfailover: primary: %w\n%s", err, p.logs())
 	}
 	if err := p.startReplica(ctx, opts); err != nil {
-		t.Fatalf("pgfailover: replica: %v\n%s", err, p.logs())
+		return p, fmt.Errorf("pgfailover: replica: %w\n%s", err, p.logs())
 	}
-	return p
+	return p, nil
 }
+
+// Close stops both servers and removes their directory; Start's cleanup.
+func (p *Pair) Close() { stopAll(p.bin, p.dir) }
 
 // URL is a multi-host URL naming both servers, which connects only to the
 // one that accepts writes: the URL an app is given for a database with
@@ -125,25 +152,41 @@ func nodeURL(n Node, database string) string {
 
 // KillPrimary stops the primary at once (pg_ctl stop -m immediate: no
 // checkpoint, every connection cut), as a crashed machine would.
-func (p *Pair) KillPrimary() { p.stop(p.Primary) }
+func (p *Pair) KillPrimary() { p.must(p.Stop(context.Background(), p.Primary)) }
 
 // KillReplica stops the replica the same way.
-func (p *Pair) KillReplica() { p.stop(p.Replica) }
+func (p *Pair) KillReplica() { p.must(p.Stop(context.Background(), p.Replica)) }
 
-func (p *Pair) stop(n Node) {
-	p.t.Helper()
-	if out, err := p.run(context.Background(), "pg_ctl", "stop", "-m", "immediate", "-w", "-D", n.data); err != nil {
-		p.t.Fatalf("pgfailover: stop %d: %v: %s", n.Port, err, out)
+// Promote makes the replica a primary and returns once it accepts writes.
+func (p *Pair) Promote() { p.must(p.PromoteReplica(context.Background())) }
+
+// Stop stops node n at once (pg_ctl stop -m immediate), as a crash would.
+func (p *Pair) Stop(ctx context.Context, n Node) error {
+	if out, err := p.run(ctx, "pg_ctl", "stop", "-m", "immediate", "-w", "-D", n.data); err != nil {
+		return fmt.Errorf("pgfailover: stop %d: %w: %s", n.Port, err, out)
 	}
+	return nil
 }
 
-// Promote makes the replica a primary (pg_ctl promote) and returns once it
-// accepts writes.
-func (p *Pair) Promote() {
-	p.t.Helper()
-	if out, err := p.run(context.Background(), "pg_ctl", "promote", "-w", "-t", "30", "-D", p.Replica.data); err != nil {
-		p.t.Fatalf("pgfailover: promote: %v: %s\n%s", err, out, p.logs())
+// PromoteReplica makes the replica a primary (pg_ctl promote) and returns
+// once it accepts writes.
+func (p *Pair) PromoteReplica(ctx context.Context) error {
+	if out, err := p.run(ctx, "pg_ctl", "promote", "-w", "-t", "30", "-D", p.Replica.data); err != nil {
+		return fmt.Errorf("pgfailover: promote: %w: %s\n%s", err, out, p.logs())
 	}
+	return nil
+}
+
+// must fails the test of a pair made by Start on err.
+func (p *Pair) must(err error) {
+	if err == nil {
+		return
+	}
+	if p.t == nil {
+		panic(err) // a Launched pair's caller uses Stop and PromoteReplica
+	}
+	p.t.Helper()
+	p.t.Fatal(err)
 }
 
 // logs is both servers' log, for a failure message.
