@@ -28,9 +28,9 @@ func TestL1BoundsLostInvalidations(t *testing.T) {
 	}{
 		{"down", func(l *netproxy.Proxy) { l.SetDown(true) }, func(l *netproxy.Proxy) { l.SetDown(false) }},
 		// Cut and mended at once, but every command crossing it (the
-		// resubscription's SUBSCRIBE too) arrives 3 s late: longer than
+		// resubscription's SUBSCRIBE too) arrives 5 s late: longer than
 		// A's write takes on any machine.
-		{"slow", func(l *netproxy.Proxy) { l.SetDown(true); l.SetDelay(3 * time.Second); l.SetDown(false) }, func(*netproxy.Proxy) {}},
+		{"slow", func(l *netproxy.Proxy) { l.SetDown(true); l.SetDelay(5 * time.Second); l.SetDown(false) }, func(*netproxy.Proxy) {}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

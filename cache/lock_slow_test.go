@@ -24,16 +24,16 @@ import (
 // and the per-instance cap, storing nothing. Either way 10 concurrent reads
 // of a cold key cost one load and answer within their deadline.
 func TestSlowLockLoadsWithoutIt(t *testing.T) {
-	const ioTimeout = 500 * time.Millisecond
-	// An I/O timeout, then an instant load: 8 times that for a loaded
+	const ioTimeout = time.Second
+	// An I/O timeout, then an instant load: 4 times that for a loaded
 	// machine, and still well short of the slow lock's 10 s.
-	const deadline = 8 * ioTimeout
+	const deadline = 4 * ioTimeout
 	tests := []struct {
 		name   string
 		delay  time.Duration
 		stored bool // the lock was taken: the holder stored the value
 	}{
-		{"within the I/O timeout", ioTimeout / 5, true},
+		{"within the I/O timeout", ioTimeout / 10, true},
 		{"past the I/O timeout", 10 * time.Second, false},
 	}
 	for _, tt := range tests {
