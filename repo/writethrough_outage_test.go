@@ -22,6 +22,8 @@ const writeThroughBound = 3500 * time.Millisecond
 // call, on a client willing to wait 5 s for an answer), an update commits,
 // is reported done within the write-through's own deadline, and the row
 // holds the new values: the cache's trouble never fails or holds a write.
+// The invalidation is still tried: this instance's L1 copy, read before the
+// link broke, is dropped, so its next read answers the new values.
 func TestWriteThroughWithRedisDownOrSlow(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -43,11 +45,17 @@ func TestWriteThroughWithRedisDownOrSlow(t *testing.T) {
 			t.Cleanup(func() { _ = rdb.Close() }) // after the cache's Close, registered later
 			c := cache.New(context.Background(), rdb, cache.Config{
 				Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: dbtest.Namespace(t, redisDB),
+				L1TTL: time.Minute, // the old copy outlives the test unless dropped
 			}, dbtest.Logger(t))
 			t.Cleanup(c.Close)
 			t.Cleanup(func() { link.SetDown(false); link.SetDelay(0) }) // before the cache's Close
 			products := repo.NewProducts(pool, c, dbtest.Logger(t))
 			const id = 7
+			if pr, f, err := products.Get(testCtx(t), id); err != nil || pr.Name == "renamed" {
+				t.Fatalf("read before the update: %+v, %v; want the old product", pr, err)
+			} else if _, f2, _ := products.Get(testCtx(t), id); !f2.L1 {
+				t.Fatalf("second read before the update (%+v, then %+v): want it from L1", f, f2)
+			}
 			tt.breakLink(link)
 			start := time.Now()
 			pr, err := products.Update(testCtx(t), id, repo.ProductUpdate{Name: "renamed", PriceCents: 4242})
@@ -60,6 +68,9 @@ func TestWriteThroughWithRedisDownOrSlow(t *testing.T) {
 			}
 			if got := queryInt(t, pool, `SELECT price_cents FROM products WHERE id = $1`, id); got != 4242 {
 				t.Errorf("price in the database: %d, want 4242 (the write stands)", got)
+			}
+			if pr, f, err := products.Get(testCtx(t), id); err != nil || pr.Name != "renamed" {
+				t.Errorf("read after the update with Redis %s: %+v (%+v), %v; want the new name, not the L1 copy", tt.name, pr, f, err)
 			}
 			t.Logf("update with Redis %s answered in %s", tt.name, took.Round(time.Millisecond))
 		})

@@ -103,9 +103,10 @@ func TestWarmUpWithRedisDownOrSlow(t *testing.T) {
 	tests := []struct {
 		name      string
 		breakLink func(*netproxy.Proxy)
+		all       bool // every key loaded (from PostgreSQL), within the budget
 	}{
-		{"down", func(l *netproxy.Proxy) { l.SetDown(true) }},
-		{"slow", func(l *netproxy.Proxy) { l.SetDelay(150 * time.Millisecond) }},
+		{"down", func(l *netproxy.Proxy) { l.SetDown(true) }, true},
+		{"slow", func(l *netproxy.Proxy) { l.SetDelay(150 * time.Millisecond) }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,8 +129,14 @@ func TestWarmUpWithRedisDownOrSlow(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			t.Logf("ready %s after the start with Redis %s", time.Since(start).Round(time.Millisecond), tt.name)
-			if recs := a.logs.records("warm-up done"); len(recs) != 1 {
-				t.Errorf("warm-up log lines: got %d, want 1", len(recs))
+			recs := a.logs.records("warm-up done")
+			if len(recs) != 1 {
+				t.Fatalf("warm-up log lines: got %d, want 1", len(recs))
+			}
+			// Down, a read fails at once and loads from PostgreSQL without
+			// storing: every key warmed, none left to the budget's end.
+			if warmed, _ := recs[0]["warmed"].(float64); tt.all && (warmed != keys || recs[0]["err"] != nil) {
+				t.Errorf("warm-up with Redis %s: warmed %v of %d, err %v; want all, no error", tt.name, recs[0]["warmed"], keys, recs[0]["err"])
 			}
 		})
 	}

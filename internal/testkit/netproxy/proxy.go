@@ -27,6 +27,10 @@ type Options struct {
 	// protocol's framing across chunk boundaries. It runs on the link's own
 	// goroutine, so it must be quick, and it must not keep b.
 	Observe func() func(b []byte)
+	// SlowOnly, if set, limits SetDelay to the chunks toward the target it
+	// accepts (those naming one Redis key, say): the link is slow for one
+	// command alone, every other passes at once.
+	SlowOnly func(b []byte) bool
 }
 
 // Stats counts the connection attempts a proxy has seen.
@@ -44,6 +48,7 @@ type Proxy struct {
 	ln      net.Listener
 	target  string
 	observe func() func([]byte)
+	slowIf  func([]byte) bool
 	stop    chan struct{} // closed by Close: cuts delays short
 	wg      sync.WaitGroup
 	delay   atomic.Int64 // nanoseconds added before each chunk sent upstream
@@ -65,7 +70,7 @@ func New(target string, opts Options) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{
-		ln: ln, target: target, observe: opts.Observe,
+		ln: ln, target: target, observe: opts.Observe, slowIf: opts.SlowOnly,
 		stop: make(chan struct{}), live: map[net.Conn]struct{}{},
 	}
 	p.wg.Add(1)
@@ -191,7 +196,7 @@ func (p *Proxy) copy(dst, src net.Conn, upstream bool, observe func([]byte)) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 && upstream {
-			if !p.sleep() {
+			if (p.slowIf == nil || p.slowIf(buf[:n])) && !p.sleep() {
 				return
 			}
 			if observe != nil {

@@ -2,6 +2,7 @@ package netproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"net"
 	"slices"
 	"sync"
@@ -165,5 +166,37 @@ func TestProxyObserve(t *testing.T) {
 	p.Close() // waits for the links, so seen is complete
 	if want := []string{"ping\n", "ping\n"}; !slices.Equal(seen, want) {
 		t.Errorf("observed: got %q, want %q", seen, want)
+	}
+}
+
+// TestSlowOnly: with SlowOnly set, SetDelay holds only the chunks it
+// accepts. The delay (5 s) is longer than either read's deadline, so the
+// prompt line arrives and the slow one does not, on any machine.
+func TestSlowOnly(t *testing.T) {
+	p := newProxy(t, echoServer(t), netproxy.Options{
+		SlowOnly: func(b []byte) bool { return bytes.Contains(b, []byte("slow")) }})
+	p.SetDelay(5 * time.Second)
+	tests := []struct {
+		line   string
+		within time.Duration
+		echoed bool
+	}{
+		{"ping\n", 2 * time.Second, true},
+		{"slow\n", time.Second, false},
+	}
+	for _, tt := range tests {
+		c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		_ = c.SetDeadline(time.Now().Add(tt.within))
+		if _, err := c.Write([]byte(tt.line)); err != nil {
+			t.Fatalf("write %q: %v", tt.line, err)
+		}
+		_, err = bufio.NewReader(c).ReadString('\n')
+		_ = c.Close()
+		if (err == nil) != tt.echoed {
+			t.Errorf("%q within %s: got echo error %v, want echoed %v", tt.line, tt.within, err, tt.echoed)
+		}
 	}
 }
