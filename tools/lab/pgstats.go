@@ -139,7 +139,18 @@ func (pg *PG) WaitNoBackends(ctx context.Context, name string, timeout time.Dura
 // IndexScans reads idx_scan of products_pkey in database name, after
 // dropping the session's statistics snapshot so the value is current.
 func (pg *PG) IndexScans(ctx context.Context, name string) (int64, error) {
-	conn, err := pg.connect(ctx, name)
+	n, err := pg.freshCount(ctx, name, `SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'products_pkey'`)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil // not migrated yet: nothing scanned it
+	}
+	return n, err
+}
+
+// freshCount runs a query of one integer on database db ("" for the
+// maintenance database) after dropping the session's statistics snapshot,
+// so counters read are current.
+func (pg *PG) freshCount(ctx context.Context, db, sql string, args ...any) (int64, error) {
+	conn, err := pg.connect(ctx, db)
 	if err != nil {
 		return 0, err
 	}
@@ -148,10 +159,7 @@ func (pg *PG) IndexScans(ctx context.Context, name string) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err = conn.QueryRow(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'products_pkey'`).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil // not migrated yet: nothing scanned it
-	}
+	err = conn.QueryRow(ctx, sql, args...).Scan(&n)
 	return n, err
 }
 
@@ -169,17 +177,7 @@ func (pg *PG) SettledScans(ctx context.Context, name string) (int64, error) {
 // statements (each its own transaction unless inside one) and health
 // checks alike. Read once every backend is gone, it is exact (see PG).
 func (pg *PG) Transactions(ctx context.Context, name string) (int64, error) {
-	conn, err := pg.connect(ctx, "")
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
-		return 0, err
-	}
-	var n int64
-	err = conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1`, name).Scan(&n)
-	return n, err
+	return pg.freshCount(ctx, "", `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1`, name)
 }
 
 // HasDatabase reports whether database name exists on the server.
