@@ -98,9 +98,13 @@ type Config struct {
 	// Admit, when set, is asked before a miss is loaded (before the lock,
 	// the double-check and the load): an error is returned at once, so a
 	// load the source would refuse anyway (a saturated pool, an open
-	// breaker) costs no Redis round trip. Joiners of a load already running
-	// in this process are not asked.
-	Admit func(ctx context.Context) error
+	// breaker) costs no Redis round trip. When it admits, it holds the
+	// load's place at the source (db.Pool.Claim): the load runs under the
+	// ctx it returns, and release is called when the load ends, or as soon
+	// as another instance holds the key's lock (this load then waits for
+	// that one's value instead of reaching the source). Joiners of a load
+	// already running in this process are not asked.
+	Admit func(ctx context.Context) (actx context.Context, release func(), err error)
 	// Watchdog says whether a load holding the lock extends it while it
 	// runs; the zero value, WatchdogOn, does.
 	Watchdog   WatchdogMode

@@ -28,12 +28,17 @@ func (c *Cache) flight(ctx context.Context, key string, load LoadFunc, limit tim
 	ranIt := false
 	ch := c.group.DoChan(key, func() (any, error) {
 		ranIt = true // read by this caller only after the result arrives
+		actx := ctx
 		if c.cfg.Admit != nil {
-			if err := c.cfg.Admit(ctx); err != nil {
+			var release func()
+			var err error
+			if actx, release, err = c.cfg.Admit(ctx); err != nil {
 				return Entry{}, fmt.Errorf("cache load %s: %w", key, err)
 			}
+			defer release()
+			actx = context.WithValue(actx, admittedKey{}, release)
 		}
-		lctx, done, ok := c.owned(ctx, limit)
+		lctx, done, ok := c.owned(actx, limit)
 		if !ok {
 			return Entry{}, fmt.Errorf("cache fetch %s: %w", key, errClosed)
 		}
@@ -52,6 +57,17 @@ func (c *Cache) flight(ctx context.Context, key string, load LoadFunc, limit tim
 		return r.Val.(Entry), nil
 	case <-ctx.Done():
 		return Entry{}, fmt.Errorf("cache fetch %s: %w", key, ctx.Err())
+	}
+}
+
+// admittedKey holds a load's Admit release (Config.Admit), for the lock
+// path to give its place back when another instance loads instead.
+type admittedKey struct{}
+
+// letGo gives back ctx's place at the source, if Admit took one.
+func letGo(ctx context.Context) {
+	if release, ok := ctx.Value(admittedKey{}).(func()); ok {
+		release()
 	}
 }
 

@@ -49,6 +49,9 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			c.warnOutage("cache: lock unavailable, loading without it", "key", key, "err", err)
 			return c.loadCapped(ctx, key, load)
 		}
+		// Another instance loads the value: this one waits for it and
+		// does not need the place at the source its miss was given.
+		letGo(ctx)
 		if h := redislock.Holder(err); h != "" && h != holder {
 			if holder != "" {
 				// The lock changed hands without a value: its holder died

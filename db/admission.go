@@ -96,11 +96,14 @@ const lifoAfter = 100 * time.Millisecond
 // chooses whom to serve next (critical first; newest first under
 // sustained overload).
 type gate struct {
-	mu        sync.Mutex
-	conns     int // connections behind the gate
-	free      int // connections the gate may still hand out
-	reserved  int // of those, kept for Critical callers
-	queue     []*waiter
+	mu       sync.Mutex
+	conns    int // connections behind the gate
+	free     int // connections the gate may still hand out
+	reserved int // of those, kept for Critical callers
+	queue    []*waiter
+	// claims are places taken by callers still on their way (claim.go):
+	// counted as demand, so a burst cannot all see the same free slot.
+	claims    int
 	lastEmpty time.Time // when the queue was last empty
 	now       func() time.Time
 }
@@ -133,13 +136,16 @@ type entry struct {
 func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), error) {
 	p := priorityOf(ctx)
 	g.mu.Lock()
+	if c, _ := ctx.Value(claimKey{}).(*claim); c != nil && c.g == g {
+		c.dropLocked() // it has arrived: from here it is judged as it stands
+	}
 	if g.mayTake(p) && g.next() < 0 {
 		// A slot this caller may use and no waiter that may use it first.
 		g.free--
 		g.mu.Unlock()
 		return g.release, nil
 	}
-	target, wait, refused := g.judge(ctx, p, hold, e)
+	target, wait, refused := g.judge(ctx, p, hold, e, 0)
 	if refused != nil {
 		g.mu.Unlock()
 		return nil, refused
@@ -181,9 +187,10 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), 
 // refused now (the class's queue cap, or a predicted wait that does not fit
 // its share of its deadline), or queued for at most target (0: until its
 // context ends). wait is its predicted wait: the queued-th waiter waits
-// queued × hold ÷ connections.
-func (g *gate) judge(ctx context.Context, p Priority, hold time.Duration, e entry) (target, wait time.Duration, refused *RefusedError) {
-	queued := len(g.queue) + 1
+// queued × hold ÷ connections; ahead is how many claims will queue before
+// it (claim.go).
+func (g *gate) judge(ctx context.Context, p Priority, hold time.Duration, e entry, ahead int) (target, wait time.Duration, refused *RefusedError) {
+	queued := len(g.queue) + ahead + 1
 	wait = time.Duration(float64(queued) * float64(hold) / float64(g.conns))
 	if e.hasMax && int64(queued) > e.maxWaiting {
 		return 0, wait, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
@@ -205,19 +212,6 @@ func (g *gate) judge(ctx context.Context, p Priority, hold time.Duration, e entr
 		return 0, wait, &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
 	}
 	return max(target, time.Nanosecond), wait, nil
-}
-
-// wouldRefuse is enter's verdict on the caller without entering: nil when
-// it would take a slot or queue, the refusal when it would be refused.
-func (g *gate) wouldRefuse(ctx context.Context, hold time.Duration, e entry) *RefusedError {
-	p := priorityOf(ctx)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.mayTake(p) && g.next() < 0 {
-		return nil
-	}
-	_, _, refused := g.judge(ctx, p, hold, e)
-	return refused
 }
 
 // overloaded reports a standing queue: non-empty for longer than lifoAfter.

@@ -75,30 +75,6 @@ func (p *Pool) With(ctx context.Context, fn func(Conn) error) error {
 	return err
 }
 
-// Admissible says, taking nothing, whether a statement would be refused at
-// once now: the breaker open, or the gate refusing the caller's class (its
-// queue cap, or a wait that does not fit its deadline). A caller with
-// round trips to make before its statement (a cache miss takes a Redis lock
-// and reads again first) asks first, so a request that will be refused
-// hears it at memory speed. A nil answer promises nothing: With decides.
-func (p *Pool) Admissible(ctx context.Context) error {
-	if s := p.breaker.Snapshot(); s.State != breaker.Closed {
-		p.tripped.Add(1)
-		return &RefusedError{Pool: p.cfg.Name, Reason: ErrCircuitOpen, RetryAfter: time.Duration(s.NextProbeSeconds * float64(time.Second))}
-	}
-	limit, hasMax := maxWaiting(ctx)
-	refused := p.gate.wouldRefuse(ctx, p.holdTime(), entry{
-		byDeadline: p.cfg.Admission == AdmitDeadline, maxWaiting: limit, hasMax: hasMax,
-	})
-	if refused == nil {
-		return nil
-	}
-	p.shed.Add(1)
-	refused.Pool = p.cfg.Name
-	refused.RetryAfter = max(time.Second, refused.RetryAfter)
-	return refused
-}
-
 // admit passes the gate (admission.go): refused at once when the predicted
 // wait does not fit the caller's deadline (or SHED_MAX_WAITING's cap),
 // else queued, within the acquire timeout, in the gate's order.

@@ -131,9 +131,10 @@ func (d *deps) openCache(ctx context.Context, tr *telemetry.Tracing) error {
 		d.closers = append(d.closers, func() { _ = replicas.Close() })
 	}
 	cc := cacheConfig(cfg, key, d.rdb, d.hot, replicas, tr.Provider())
-	// A miss the main pool would refuse is refused before its Redis lock:
-	// a refusal at memory speed, not after four round trips.
-	cc.Admit = d.mainPool.Admissible
+	// A miss the main pool would refuse is refused before its Redis lock,
+	// and one it admits holds its place there (db/claim.go): a burst is
+	// refused at memory speed, not after four round trips each.
+	cc.Admit = d.mainPool.Claim
 	d.cache = cache.New(ctx, d.rdb, cc, log)
 	d.closers = append(d.closers, d.cache.Close)
 	d.products = repo.NewProducts(d.mainPool, d.cache, log)
