@@ -100,8 +100,10 @@ func refreshAheadOnePerPeriod(t *testing.T, be backend) {
 	mu.Unlock()
 	// Only one instance runs a period: the upper bound is one run per life
 	// of the marker (90 % of a period), which no scheduling delay can
-	// exceed, plus one; three instances would make about 30.
-	if maxRuns := int64(runFor/(period*9/10)) + 1; n > maxRuns || got != n*int64(len(keys)) {
+	// exceed, plus one; three instances would make about 30. (A run counts
+	// by its first key: on a starved machine a run may still be reloading
+	// the second when the next one skips it under its lock.)
+	if maxRuns := int64(runFor/(period*9/10)) + 1; n > maxRuns || got > maxRuns*int64(len(keys)) {
 		t.Errorf("%d runs (%d reloads of %d keys), want at most %d (one instance per period)", n, got, len(keys), maxRuns)
 	}
 	// Every period runs: a guard outliving the period would keep any two
