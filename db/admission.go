@@ -113,6 +113,7 @@ type waiter struct {
 	refused *RefusedError
 	since   time.Time     // when it joined the queue
 	hold    time.Duration // the hold time it was judged with
+	budget  time.Duration // its standing-queue budget; 0: never overdue
 }
 
 func newGate(conns, reserved int) *gate {
@@ -155,7 +156,7 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), 
 		defer t.Stop()
 		patience = t.C
 	}
-	w := &waiter{priority: p, ready: make(chan struct{}), since: g.now(), hold: hold}
+	w := &waiter{priority: p, ready: make(chan struct{}), since: g.now(), hold: hold, budget: e.budget(p, hold)}
 	if len(g.queue) == 0 {
 		g.lastEmpty = g.now() // empty until now
 	}
@@ -289,14 +290,22 @@ func (g *gate) releaseLocked() {
 	}
 }
 
+// budget is how long a caller may stay in a standing queue before it is
+// overdue: judge's cap on a read's wait there. Checkout has none, nor
+// anyone under AdmitQueue (only the queue cap refuses there).
+func (e entry) budget(p Priority, hold time.Duration) time.Duration {
+	if p == Critical || !e.byDeadline {
+		return 0
+	}
+	return max(minStandingWait, 2*hold)
+}
+
 // overdue reports, at hand-over, a read or report that has already waited
-// longer than a standing queue lets it (judge's budget): served now, its
+// longer than a standing queue lets it (its budget): served now, its
 // answer would come late, so it is refused (CoDel's drop at dequeue), as
 // its caller would have been at the door had the queue been standing then.
-// Checkout is never dropped.
 func (g *gate) overdue(w *waiter) bool {
-	return w.priority != Critical && g.overloaded() &&
-		g.now().Sub(w.since) > max(minStandingWait, 2*w.hold)
+	return w.budget > 0 && g.overloaded() && g.now().Sub(w.since) > w.budget
 }
 
 // outcome is what a waiter whose ready channel closed got.

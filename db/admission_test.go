@@ -85,6 +85,8 @@ func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
 // TestGateServesNewestUnderSustainedOverload: a burst is served in order;
 // once the queue has stayed non-empty for lifoAfter, the newest waiter is
 // served first (its caller is the likeliest still to want the answer).
+// Holds are long enough that nobody here is overdue (refused at hand-over:
+// TestGateRefusesOverdueWaiters).
 func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -102,7 +104,7 @@ func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range 5 {
 				wg.Go(func() {
-					leave, err := g.enter(context.Background(), fixedWait(0), entry{byDeadline: true})
+					leave, err := g.enter(context.Background(), 2*lifoAfter, entry{byDeadline: true})
 					if err != nil {
 						t.Error(err)
 						return
