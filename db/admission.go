@@ -16,8 +16,8 @@ const (
 	// Normal work (product reads, lists) may queue for half of what is
 	// left of its deadline. It is the zero value: unmarked work is normal.
 	Normal Priority = iota
-	// Critical work (checkout, writes) may queue for all of it and may use
-	// the reserved connections.
+	// Critical work (checkout, writes) may queue for all of it and, while
+	// connections are reserved, is served before every queued read.
 	Critical
 	// Low work (reports) may queue for a quarter of it.
 	Low
@@ -111,6 +111,12 @@ type gate struct {
 type waiter struct {
 	priority Priority
 	ready    chan struct{} // closed when a connection is handed over
+	// refused, set before ready is closed, means no connection after
+	// all: the waiter outstayed the standing-queue budget (overdue).
+	refused *RefusedError
+	since   time.Time     // when it joined the queue
+	hold    time.Duration // the hold time it was judged with
+	budget  time.Duration // its standing-queue budget; 0: never overdue
 }
 
 func newGate(conns, reserved int) *gate {
@@ -156,7 +162,7 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), 
 		defer t.Stop()
 		patience = t.C
 	}
-	w := &waiter{priority: p, ready: make(chan struct{})}
+	w := &waiter{priority: p, ready: make(chan struct{}), since: g.now(), hold: hold, budget: e.budget(p, hold)}
 	if len(g.queue) == 0 {
 		g.lastEmpty = g.now() // empty until now
 	}
@@ -166,7 +172,7 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), 
 	var err error
 	select {
 	case <-w.ready:
-		return g.release, nil
+		return w.outcome(g)
 	case <-patience:
 		err = &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
 	case <-ctx.Done():
@@ -176,7 +182,7 @@ func (g *gate) enter(ctx context.Context, hold time.Duration, e entry) (func(), 
 	defer g.mu.Unlock()
 	select {
 	case <-w.ready: // handed a slot just as we gave up: use it after all
-		return g.release, nil
+		return w.outcome(g)
 	default:
 		g.remove(w)
 	}
@@ -224,11 +230,24 @@ func (g *gate) overloaded() bool {
 const minStandingWait = 5 * time.Millisecond
 
 // mayTake reports whether a caller of priority p may take a free slot.
+// The reserve is work-conserving: a read may borrow a reserved connection
+// while no checkout waits (kept idle, it served nobody while orders were
+// few); a checkout that then finds every connection busy waits at the
+// front (next) for the first one handed back, one query at most.
 func (g *gate) mayTake(p Priority) bool {
-	if p == Critical {
+	if p == Critical || g.free > g.reserved {
 		return g.free > 0
 	}
-	return g.free > g.reserved
+	return g.free > 0 && !g.criticalWaits()
+}
+
+func (g *gate) criticalWaits() bool {
+	for _, w := range g.queue {
+		if w.priority == Critical {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gate) release() {
@@ -239,7 +258,9 @@ func (g *gate) release() {
 
 // releaseLocked returns a slot and hands it to the next waiter that may
 // take it: critical first; among equals the oldest, or the newest once the
-// queue has been non-empty for lifoAfter.
+// queue has been non-empty for lifoAfter. A waiter that has outstayed the
+// standing queue's budget is refused instead (overdue), so what is served
+// was queued for about the budget at most.
 func (g *gate) releaseLocked() {
 	g.free++
 	for g.free > 0 {
@@ -248,8 +269,14 @@ func (g *gate) releaseLocked() {
 			break
 		}
 		w := g.queue[i]
+		late := g.overdue(w) // while w still keeps the queue standing
 		g.queue = append(g.queue[:i], g.queue[i+1:]...)
-		g.free--
+		if late {
+			wait := time.Duration(float64(len(g.queue)+1) * float64(w.hold) / float64(g.conns))
+			w.refused = &RefusedError{Reason: ErrSaturated, RetryAfter: wait}
+		} else {
+			g.free--
+		}
 		close(w.ready)
 	}
 	if len(g.queue) == 0 {
@@ -257,18 +284,21 @@ func (g *gate) releaseLocked() {
 	}
 }
 
-// next picks the waiter to serve, or -1.
+// next picks the waiter to serve, or -1. With a slot free every waiter may
+// take it (mayTake: a read is held back from the reserve only while a
+// checkout waits, and then the checkout is picked), so no waiter is
+// skipped.
 func (g *gate) next() int {
+	if g.free == 0 {
+		return -1
+	}
 	lifo := g.overloaded()
 	best := -1
 	for i, w := range g.queue {
-		if !g.mayTake(w.priority) {
-			continue
-		}
 		switch {
 		case best < 0:
 			best = i
-		case w.priority == Critical && g.queue[best].priority != Critical:
+		case w.priority == Critical && g.queue[best].priority != Critical && g.reserved > 0:
 			best = i
 		case w.priority == g.queue[best].priority && lifo:
 			best = i // later in the queue is newer

@@ -85,6 +85,8 @@ func TestGateRefusesWhatWouldTimeOut(t *testing.T) {
 // TestGateServesNewestUnderSustainedOverload: a burst is served in order;
 // once the queue has stayed non-empty for lifoAfter, the newest waiter is
 // served first (its caller is the likeliest still to want the answer).
+// Holds are long enough that nobody here is overdue (refused at hand-over:
+// TestGateRefusesOverdueWaiters).
 func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -102,7 +104,7 @@ func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range 5 {
 				wg.Go(func() {
-					leave, err := g.enter(context.Background(), fixedWait(0), entry{byDeadline: true})
+					leave, err := g.enter(context.Background(), 2*lifoAfter, entry{byDeadline: true})
 					if err != nil {
 						t.Error(err)
 						return
@@ -124,31 +126,56 @@ func TestGateServesNewestUnderSustainedOverload(t *testing.T) {
 	}
 }
 
-// TestGateKeepsConnectionsForCheckout: with every unreserved connection
-// taken by reads, a read queues but checkout is served at once.
+// TestGateKeepsConnectionsForCheckout: the reserve is work-conserving.
+// While no checkout waits, reads use every connection, the reserved one
+// too; a checkout that arrives with all of them busy goes to the front and
+// gets the first connection handed back, before every read queued earlier.
+// "First" is an order, not a stopwatch: one release, and who got it.
 func TestGateKeepsConnectionsForCheckout(t *testing.T) {
 	g := newGate(3, 1)
+	now := time.Now()
+	g.now = func() time.Time { return now } // no standing queue, no LIFO
 	read := WithClass(context.Background(), &Class{Priority: Normal})
-	for range 2 {
-		if _, err := g.enter(read, fixedWait(0), entry{byDeadline: true}); err != nil {
-			t.Fatal(err)
+	// A deadline, so a read kept off the reserve fails instead of hanging.
+	first, cancel := context.WithTimeout(read, time.Second)
+	defer cancel()
+	var held []func()
+	for i := range 3 {
+		leave, err := g.enter(first, fixedWait(0), entry{byDeadline: true})
+		if err != nil {
+			t.Fatalf("read %d of 3 with no checkout waiting: %v, want a connection (the reserve too)", i+1, err)
+		}
+		held = append(held, leave)
+	}
+	served := make(chan string, 4)
+	var wg sync.WaitGroup
+	queue := func(name string, ctx context.Context) {
+		want := g.queued() + 1
+		wg.Go(func() {
+			leave, err := g.enter(ctx, fixedWait(0), entry{byDeadline: true})
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			served <- name
+			leave()
+		})
+		for g.queued() != want { // queue them in a known order
+			time.Sleep(time.Millisecond)
 		}
 	}
-	ctx, cancel := context.WithTimeout(read, 50*time.Millisecond)
-	defer cancel()
-	if leave, err := g.enter(ctx, fixedWait(0), entry{byDeadline: true}); err == nil {
-		t.Errorf("a third read got the reserved connection")
+	queue("read 1", read)
+	queue("read 2", read)
+	queue("read 3", read)
+	queue("checkout", WithClass(context.Background(), &Class{Priority: Critical}))
+	held[0]() // one query ends: one connection is handed back
+	if first := <-served; first != "checkout" {
+		t.Errorf("first served after one release: %s, want the checkout (it arrived last, with every connection busy)", first)
+	}
+	for _, leave := range held[1:] {
 		leave()
 	}
-	// Nothing frees a connection here: a checkout that queued could only
-	// end in an error at its deadline, so getting one at all means at once.
-	cctx, ccancel := context.WithTimeout(WithClass(context.Background(), &Class{Priority: Critical}), time.Second)
-	defer ccancel()
-	leave, err := g.enter(cctx, fixedWait(0), entry{byDeadline: true})
-	if err != nil {
-		t.Fatalf("checkout: %v, want the reserved connection at once", err)
-	}
-	leave()
+	wg.Wait()
 }
 
 // TestGateStandingQueueIsShort: once the queue has not drained for

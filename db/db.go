@@ -42,8 +42,10 @@ type Config struct {
 	// by the pool.
 	Breaker breaker.Config
 	Pooler  Pooler // PgBouncer in front (pooler.go); default none
-	// ReservedCritical connections are kept for Critical work (checkout):
-	// saturated reads can never take them. Default 0.
+	// ReservedCritical > 0 puts Critical work (checkout) ahead of every
+	// queued read: reads may use the reserved connections while no
+	// Critical caller waits, and one that finds every connection busy
+	// gets the next handed back. Default 0: Critical queues with reads.
 	ReservedCritical int
 	// Admission is what refuses a caller at the door (admission.go):
 	// AdmitDeadline also one whose predicted queue wait does not fit its

@@ -34,7 +34,7 @@ func dbConfig(c config.Config, name string, maxConns int, tracer pgx.QueryTracer
 	}
 	switch name {
 	case "main":
-		dc.ReservedCritical = c.CheckoutReserved // checkout never waits behind reads
+		dc.ReservedCritical = c.CheckoutReserved // checkout waits for one query at most, never behind queued reads
 		dc.Prepare = repo.Statements()           // a cold key's load is one round trip
 	case "reports":
 		if c.DatabaseReadURL != "" {

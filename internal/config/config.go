@@ -59,7 +59,7 @@ type Config struct {
 	BreakerOpenMax   time.Duration // cap of the doubling wait between probes
 	MainMaxConns     int
 	ReportsMaxConns  int
-	CheckoutReserved int // DB_CHECKOUT_RESERVED: main-pool connections only checkout may use
+	CheckoutReserved int // DB_CHECKOUT_RESERVED: >0 puts checkout ahead of queued reads (reads may still use every connection)
 	// Pool sizing check at start (docs/operations.md "Pool sizing"): instances × pools + headroom
 	// must fit under the server's max_connections.
 	ExpectedInstances int
@@ -195,7 +195,8 @@ func (c *Config) derive(p *envParser) (layering []error) {
 		p.fail("CACHE_MODE", p.getenv("CACHE_MODE"), err.Error())
 	}
 	c.CacheMode = mode
-	// A fifth of the main pool (at least 1) stays free for checkout.
+	// A fifth of the main pool (at least 1): checkout goes first. Reads
+	// borrow it while no order waits (db/admission.go mayTake).
 	c.CheckoutReserved = p.nonNegative("DB_CHECKOUT_RESERVED", max(1, c.MainMaxConns/5))
 	if p.set("DB_CHECKOUT_RESERVED") && c.CheckoutReserved >= c.MainMaxConns {
 		p.fail("DB_CHECKOUT_RESERVED", p.getenv("DB_CHECKOUT_RESERVED"), fmt.Sprintf("must be below DB_MAIN_MAX_CONNS (%d), or reads get no connection", c.MainMaxConns))
