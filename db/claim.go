@@ -31,8 +31,8 @@ func (g *gate) claim(ctx context.Context, hold time.Duration, e entry) (*claim, 
 	p := priorityOf(ctx)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	open := g.free
-	if p != Critical {
+	open := g.free // the slots this caller may take, as mayTake judges
+	if p != Critical && g.criticalWaits() {
 		open = max(0, g.free-g.reserved)
 	}
 	if g.claims >= open || g.next() >= 0 {

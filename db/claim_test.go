@@ -121,3 +121,26 @@ func TestClaimsCountAsDemand(t *testing.T) {
 	c.release()
 	leave()
 }
+
+// TestClaimBorrowsTheReserve: while no checkout waits, a read's claim may
+// count on the checkout reserve as enter would hand it out (mayTake): two
+// connections, one reserved, no queue allowed: two reads claim at once, and
+// a third is refused.
+func TestClaimBorrowsTheReserve(t *testing.T) {
+	g := newGate(2, 1)
+	ctx := WithClass(context.Background(), &Class{Priority: Normal, MaxWaiting: 0, Capped: true})
+	e := entry{maxWaiting: 0, hasMax: true}
+	var got []*claim
+	for i := range 3 {
+		c, refused := g.claim(ctx, fixedWait(0), e)
+		if want := i < 2; (refused == nil) != want {
+			t.Errorf("claim %d: refused %v, want admitted %v", i+1, refused, want)
+		}
+		if c != nil {
+			got = append(got, c)
+		}
+	}
+	for _, c := range got {
+		c.release()
+	}
+}
