@@ -60,6 +60,7 @@ type Cache struct {
 	tracker *redisconn.Tracking // nil unless L1 is invalidated by CLIENT TRACKING
 	group   singleflight.Group  // loads, one per key at a time
 	reads   singleflight.Group  // Redis reads of a key, one at a time (sharedRead)
+	gets    *getBatch           // GETs that arrive together, sent as one pipeline
 	// writes counts this instance's Set and Invalidate calls, so a read
 	// that starts after one never joins a read that started before it.
 	writes atomic.Uint64
@@ -105,6 +106,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		elsewhere: newElsewhere(),
 		tracer:    newTracer(cfg.TracerProvider),
 	}
+	c.gets = startGetBatch(life, rdb, &c.wg)
 	if cfg.Version != nil {
 		c.floors = newFloors(floorSize)
 	}

@@ -91,7 +91,7 @@ func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, e
 		// A copy expired (its TTL is jittered shorter), was evicted, or its
 		// write failed: the entry itself decides, never the database.
 		c.stats.copyMisses.Add(1)
-		if b, err = c.rdb.Get(ctx, key).Bytes(); err == nil && c.cfg.Hot != nil {
+		if b, err = c.gets.get(ctx, key); err == nil && c.cfg.Hot != nil {
 			c.respread(key) // just promoted (or a copy lost): make them
 		}
 	}
@@ -123,7 +123,7 @@ func (c *Cache) get(ctx context.Context, rk string, isCopy bool) ([]byte, error)
 		}
 		c.log.Debug("cache: replica read failed, reading the master", "key", rk, "err", err)
 	}
-	return c.rdb.Get(ctx, rk).Bytes()
+	return c.gets.get(ctx, rk)
 }
 
 // write stores e unconditionally under key and its copies, revoking any
