@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,8 +45,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func (h *roundTrips) count(ctx context.Context, cmds []redis.Cmder, send func() error) error {
 	var n int64
 	for _, cmd := range cmds {
-		if args := cmd.Args(); cmd.Name() == "get" && len(args) == 2 && len(fmt.Sprint(args[1])) > len(h.prefix) &&
-			fmt.Sprint(args[1])[:len(h.prefix)] == h.prefix {
+		if args := cmd.Args(); cmd.Name() == "get" && len(args) == 2 && strings.HasPrefix(fmt.Sprint(args[1]), h.prefix) {
 			n++
 		}
 	}
@@ -63,6 +63,18 @@ func (h *roundTrips) count(ctx context.Context, cmds []redis.Cmder, send func() 
 	return send()
 }
 
+// roundTripCache is a cache (L1 off, so every read reaches Redis) in a
+// namespace of its own, whose client's round trips carrying its GETs are
+// counted and each held for delay.
+func roundTripCache(t *testing.T, delay time.Duration) (*cache.Cache, *roundTrips) {
+	t.Helper()
+	ns := newPrefix()
+	h := &roundTrips{prefix: ns, delay: delay}
+	rdb := dbtest.NewRedis(t, redisDB)
+	rdb.AddHook(h)
+	return newCache(t, rdb, cache.Config{Mode: cache.ModeLock, Namespace: ns}), h
+}
+
 // TestBurstOfReadsIsFewRoundTrips: 200 concurrent reads of 200 distinct
 // keys, each round trip 20 ms long (a loaded Redis or a distant one), go to
 // Redis as a few pipelines, not as 200 GETs queued for the client's
@@ -70,11 +82,7 @@ func (h *roundTrips) count(ctx context.Context, cmds []redis.Cmder, send func() 
 // its own key's value.
 func TestBurstOfReadsIsFewRoundTrips(t *testing.T) {
 	t.Parallel()
-	ns := newPrefix()
-	h := &roundTrips{prefix: ns, delay: 20 * time.Millisecond}
-	rdb := dbtest.NewRedis(t, redisDB)
-	rdb.AddHook(h)
-	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, Namespace: ns})
+	c, h := roundTripCache(t, 20*time.Millisecond)
 	const reads = 200
 	for i := range reads {
 		if err := c.Set(t.Context(), fmt.Sprintf("{k%d}", i), fmt.Appendf(nil, "v%d", i)); err != nil {
@@ -130,11 +138,7 @@ func TestBurstOfReadsIsFewRoundTrips(t *testing.T) {
 // answered.
 func TestBatchedReadGivesUpAtItsDeadline(t *testing.T) {
 	t.Parallel()
-	ns := newPrefix()
-	h := &roundTrips{prefix: ns, delay: 300 * time.Millisecond}
-	rdb := dbtest.NewRedis(t, redisDB)
-	rdb.AddHook(h)
-	c := newCache(t, rdb, cache.Config{Mode: cache.ModeLock, Namespace: ns})
+	c, _ := roundTripCache(t, 300*time.Millisecond)
 	if err := c.Set(t.Context(), "{k}", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
