@@ -64,7 +64,7 @@ func (b *getBatch) get(ctx context.Context, key string) ([]byte, error) {
 	p := &pendingGet{ctx: ctx, key: key, done: make(chan struct{})}
 	select {
 	case b.reqs <- p:
-	default: // closed, or a queue this long: read on our own
+	default: // the queue is full (a burst beyond every sender): read on our own
 		return b.rdb.Get(ctx, key).Bytes()
 	}
 	select {
