@@ -29,9 +29,32 @@ func (e *requestError) Unwrap() error { return e.cause }
 
 func badRequest(msg string) error { return &requestError{status: http.StatusBadRequest, msg: msg} }
 
+// unavailableLogsPerSecond bounds the WARN lines of temporary refusals
+// (503, 504). Under overload every refused request has one: written whole
+// (its error chain as JSON, a write to stderr) they were a tenth of a
+// refusal's CPU, so logging made the overload dearer. Every refusal still
+// has its access-log line and its count in the request metrics; these
+// lines are examples of why, with how many were left out since the last.
+const unavailableLogsPerSecond = 10
+
+// errorLog is where writeError logs: internal errors in full, every one;
+// refusals sampled.
+type errorLog struct {
+	log      *slog.Logger
+	refusals *middleware.SampledLog
+}
+
+func newErrorLog(log *slog.Logger) errorLog {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return errorLog{log: log, refusals: middleware.NewSampledLog(log, unavailableLogsPerSecond)}
+}
+
 // writeError is the one place errors become status codes. Internals are
 // logged once here; clients see a short message.
-func writeError(c *gin.Context, log *slog.Logger, err error) {
+func writeError(c *gin.Context, logs errorLog, err error) {
+	log := logs.log
 	var re *requestError
 	var capped *repo.QuantityLimitError
 	switch {
@@ -53,10 +76,10 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	case errors.Is(err, repo.ErrIdempotencyMismatch):
 		abort(c, http.StatusUnprocessableEntity, "Idempotency-Key was already used with a different request body")
 	case errors.Is(err, repo.ErrUnavailable):
-		log.Warn("unavailable", "path", c.FullPath(), "err", err)
+		logs.refusals.Warn("unavailable", "path", c.FullPath(), "err", err)
 		middleware.Refuse(c, http.StatusServiceUnavailable, "temporarily unavailable, retry later", repo.RetryAfter(err))
 	case errors.Is(err, context.DeadlineExceeded):
-		log.Warn("request deadline exceeded", "path", c.FullPath(), "err", err)
+		logs.refusals.Warn("request deadline exceeded", "path", c.FullPath(), "err", err)
 		abort(c, http.StatusGatewayTimeout, "the request took too long")
 	case errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil:
 		// The client went away; nobody reads this answer.

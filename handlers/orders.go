@@ -22,7 +22,7 @@ type orderStore interface {
 type Orders struct {
 	store       orderStore
 	maxQuantity int32
-	log         *slog.Logger
+	errs        errorLog
 }
 
 // NewOrders builds the checkout handler; one order may hold at most
@@ -32,7 +32,7 @@ func NewOrders(store orderStore, maxQuantity int32, log *slog.Logger) *Orders {
 	if maxQuantity < 1 {
 		maxQuantity = DefaultMaxQuantity
 	}
-	return &Orders{store: store, maxQuantity: maxQuantity, log: log}
+	return &Orders{store: store, maxQuantity: maxQuantity, errs: newErrorLog(log)}
 }
 
 type orderBody struct {
@@ -52,23 +52,23 @@ const (
 func (h *Orders) create(c *gin.Context) {
 	var b orderBody
 	if err := decodeJSON(c, &b); err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	switch {
 	case b.ProductID == nil || b.Quantity == nil:
-		writeError(c, h.log, badRequest("product_id and quantity are required"))
+		writeError(c, h.errs, badRequest("product_id and quantity are required"))
 		return
 	case *b.ProductID <= 0:
-		writeError(c, h.log, badRequest("product_id must be a positive integer"))
+		writeError(c, h.errs, badRequest("product_id must be a positive integer"))
 		return
 	case *b.Quantity <= 0:
-		writeError(c, h.log, badRequest(fmt.Sprintf("quantity must be from 1 to %d per order", h.maxQuantity)))
+		writeError(c, h.errs, badRequest(fmt.Sprintf("quantity must be from 1 to %d per order", h.maxQuantity)))
 		return
 	}
 	key := c.GetHeader("Idempotency-Key")
 	if len(key) > maxIdempotencyKey || !printableASCII(key) {
-		writeError(c, h.log, badRequest("Idempotency-Key must be at most 255 printable ASCII characters"))
+		writeError(c, h.errs, badRequest("Idempotency-Key must be at most 255 printable ASCII characters"))
 		return
 	}
 	order, replayed, err := h.store.Create(c.Request.Context(), repo.NewOrder{
@@ -81,7 +81,7 @@ func (h *Orders) create(c *gin.Context) {
 		MaxQuantity: h.maxQuantity,
 	})
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	if replayed {
@@ -112,7 +112,7 @@ func printableASCII(s string) bool {
 func (h *Orders) get(c *gin.Context) {
 	id, err := pathID(c)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	token := c.GetHeader(orderTokenHeader)
@@ -126,7 +126,7 @@ func (h *Orders) get(c *gin.Context) {
 	}
 	order, err := h.store.Get(c.Request.Context(), id, token)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	c.JSON(http.StatusOK, order)

@@ -31,7 +31,7 @@ type Products struct {
 	// from the HTTPCache policy.
 	ccFound, ccNotFound string
 	public              bool // both are public: shared caches may store them
-	log                 *slog.Logger
+	errs                errorLog
 	// The fast path of a hot read (fastpath.go): Last-Modified values and
 	// answers, each formatted once rather than per read.
 	dates  httpDates
@@ -41,7 +41,7 @@ type Products struct {
 // NewProducts builds the product handlers; hc is what product reads tell
 // browsers and CDNs about caching them.
 func NewProducts(store productStore, hc HTTPCache, log *slog.Logger) *Products {
-	return &Products{store: store, ccFound: hc.found(), ccNotFound: hc.notFound(), public: hc.Enabled, log: log}
+	return &Products{store: store, ccFound: hc.found(), ccNotFound: hc.notFound(), public: hc.Enabled, errs: newErrorLog(log)}
 }
 
 // productBody is the JSON of POST and PUT. Pointers tell a missing field
@@ -103,7 +103,7 @@ func readProductBody(c *gin.Context) (productBody, error) {
 func (h *Products) get(c *gin.Context) {
 	id, err := pathID(c)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	p, f, err := h.store.Get(c.Request.Context(), id)
@@ -113,7 +113,7 @@ func (h *Products) get(c *gin.Context) {
 		hs.set(c)
 	}
 	if err != nil {
-		writeError(c, h.log, err) // any other error stays no-store
+		writeError(c, h.errs, err) // any other error stays no-store
 		return
 	}
 	var hs headers
@@ -157,17 +157,17 @@ func cacheHeaders(hs *headers, f repo.Freshness) {
 func (h *Products) list(c *gin.Context) {
 	limit, err := queryInt(c, "limit", 20, 1, 100)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	after, err := queryInt(c, "after", 0, 0, math.MaxInt64)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	page, err := h.store.List(c.Request.Context(), after, int(limit))
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	c.JSON(http.StatusOK, page)
@@ -176,7 +176,7 @@ func (h *Products) list(c *gin.Context) {
 func (h *Products) create(c *gin.Context) {
 	b, err := readProductBody(c)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	in := repo.NewProduct{Name: *b.Name, PriceCents: *b.PriceCents}
@@ -185,7 +185,7 @@ func (h *Products) create(c *gin.Context) {
 	}
 	p, err := h.store.Create(c.Request.Context(), in)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	c.Header("Location", fmt.Sprintf("/products/%d", p.ID))
@@ -195,24 +195,24 @@ func (h *Products) create(c *gin.Context) {
 func (h *Products) update(c *gin.Context) {
 	id, err := pathID(c)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	precondition, err := ifMatch(c.Request)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	b, err := readProductBody(c)
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{
 		Name: *b.Name, PriceCents: *b.PriceCents, StockDelta: b.StockAdjustment, Precondition: precondition,
 	})
 	if err != nil {
-		writeError(c, h.log, err)
+		writeError(c, h.errs, err)
 		return
 	}
 	writeProduct(c, http.StatusOK, p)
