@@ -54,13 +54,12 @@ func newErrorLog(log *slog.Logger) errorLog {
 // writeError is the one place errors become status codes. Internals are
 // logged once here; clients see a short message.
 func writeError(c *gin.Context, logs errorLog, err error) {
-	log := logs.log
 	var re *requestError
 	var capped *repo.QuantityLimitError
 	switch {
 	case errors.As(err, &re):
 		if re.cause != nil {
-			log.Info("bad request", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", re.cause)
+			logs.log.Info("bad request", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", re.cause)
 		}
 		abort(c, re.status, re.msg)
 	case errors.As(err, &capped):
@@ -85,7 +84,7 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		// The client went away; nobody reads this answer.
 		abort(c, http.StatusServiceUnavailable, "request cancelled")
 	default:
-		log.Error("internal error", "path", c.FullPath(), "err", err)
+		logs.log.Error("internal error", "path", c.FullPath(), "err", err)
 		abort(c, http.StatusInternalServerError, "internal error")
 	}
 }

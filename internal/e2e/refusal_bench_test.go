@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -45,7 +44,7 @@ func BenchmarkRefusal(b *testing.B) {
 		return resp.StatusCode, nil
 	}
 	link.SetDown(true)
-	if !breakerOpens(hc, base, func() { _, _ = get(base) }) {
+	if !breakerOpens(b, base, func() { _, _ = get(base) }) {
 		b.Fatalf("the database breaker did not open after 50 reads on a cut link")
 	}
 
@@ -68,16 +67,10 @@ func BenchmarkRefusal(b *testing.B) {
 
 // breakerOpens makes up to 50 reads until base's metrics show the main
 // database breaker open.
-func breakerOpens(hc *http.Client, base string, read func()) bool {
+func breakerOpens(b *testing.B, base string, read func()) bool {
 	for range 50 {
 		read()
-		resp, err := hc.Get(base + "/metrics")
-		if err != nil {
-			return false
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if strings.Contains(string(body), `stampede_breaker_state{breaker="postgres_main"} 2`) {
+		if scrape(b, base)[`stampede_breaker_state{breaker="postgres_main"}`] == 2 {
 			return true
 		}
 	}

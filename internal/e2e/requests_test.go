@@ -54,7 +54,7 @@ func send(method, url string, headers map[string]string, body string) (*http.Res
 }
 
 // call is send that fails the test on a transport error (test goroutine only).
-func call(t *testing.T, method, url string, headers map[string]string, body string) (*http.Response, []byte) {
+func call(t testing.TB, method, url string, headers map[string]string, body string) (*http.Response, []byte) {
 	t.Helper()
 	resp, b, err := send(method, url, headers, body)
 	if err != nil {
@@ -74,7 +74,7 @@ func decodeObject(t *testing.T, b []byte) map[string]any {
 }
 
 // scrapeMetrics reads the app's GET /metrics.
-func scrapeMetrics(t *testing.T, base string) metricstext.Exposition {
+func scrapeMetrics(t testing.TB, base string) metricstext.Exposition {
 	t.Helper()
 	resp, body := call(t, http.MethodGet, base+"/metrics", nil, "")
 	if resp.StatusCode != http.StatusOK {
@@ -88,7 +88,7 @@ func scrapeMetrics(t *testing.T, base string) metricstext.Exposition {
 }
 
 // scrape returns the app's metric samples by "name{labels}".
-func scrape(t *testing.T, base string) map[string]float64 {
+func scrape(t testing.TB, base string) map[string]float64 {
 	t.Helper()
 	return scrapeMetrics(t, base).Values("")
 }
