@@ -175,8 +175,21 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 // Name is the pool's label ("main", "reports").
 func (p *Pool) Name() string { return p.cfg.Name }
 
-// Waiting is the number of callers currently waiting for a connection.
-func (p *Pool) Waiting() int64 { return p.waiting.Load() + int64(p.gate.queued()) }
+// Waiting is the number of callers currently waiting for a connection
+// that another caller holds: the gate's queue, and callers past the gate
+// that the pool keeps waiting. A caller whose connection is being dialled
+// is left out: the pool dials one connection for each acquire that finds
+// none idle and room for one, and that caller waits for the network, not
+// in the queue SHED_MAX_WAITING bounds; the gate counted it on one of the
+// pool's places. (Counting it made a cold pool's queue read one over its
+// cap.) Dials show as the "constructing" connections.
+func (p *Pool) Waiting() int64 {
+	n := p.waiting.Load()
+	if n > 0 { // Stat takes the pool's lock: only when someone waits
+		n = max(0, n-int64(p.pool.Stat().ConstructingConns()))
+	}
+	return n + int64(p.gate.queued())
+}
 
 // Breaker is the state of the pool's circuit breaker.
 func (p *Pool) Breaker() breaker.Snapshot { return p.breaker.Snapshot() }
