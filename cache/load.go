@@ -117,18 +117,15 @@ func (c *Cache) loadUnstored(ctx context.Context, key string, load LoadFunc, hol
 }
 
 // loadHolding runs while we hold lock: double-check, load, fenced store.
-func (c *Cache) loadHolding(ctx context.Context, key string, lock *redislock.Lock, load LoadFunc) (Entry, error) {
+func (c *Cache) loadHolding(ctx context.Context, key string, lock *redislock.Lock, seen look, load LoadFunc) (Entry, error) {
 	// The load's deadline starts now, not when this caller began waiting:
 	// a waiter that took over a dead holder's lock gets a whole load, and
 	// never less than other instances' waiters wait for it.
 	ctx, cancel := context.WithTimeout(ctx, c.holdLimit())
 	defer cancel()
 	// Double-check: the previous holder may have stored the value between our
-	// miss and our lock.
-	e, fresh, _ := c.readFill(key, noHold, func() (Entry, bool, error) {
-		e, found, err := c.readEntry(ctx, key)
-		return e, err == nil && found && c.now().Before(e.SoftExpiry), nil
-	})
+	// miss and our lock. The lock attempt read it (obtain).
+	e, fresh := c.entry(key, seen, func(e Entry) bool { return c.now().Before(e.SoftExpiry) })
 	if fresh {
 		markShared(ctx) // another holder's load, found on the double-check
 		c.release(key, lock)

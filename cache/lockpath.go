@@ -38,11 +38,11 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 		return e, ok
 	}
 	for {
-		lock, err := c.obtain(wctx, key)
+		lock, seen, err := c.obtain(wctx, key)
 		switch {
 		case err == nil:
 			wait.end("acquired")
-			return c.loadHolding(ctx, key, lock, load)
+			return c.loadHolding(ctx, key, lock, seen, load)
 		case !errors.Is(err, redislock.ErrNotObtained):
 			// The lock tier is gone; single-flight still bounds this process.
 			wait.end("unavailable")
@@ -62,7 +62,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			holder = h
 		}
 
-		if e, ok := filled(); ok {
+		if e, ok := c.entry(key, seen, anyEntry); ok {
 			wait.end("filled")
 			markShared(ctx)
 			return e, nil
@@ -114,17 +114,48 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 }
 
 // obtain tries once to take key's lock and counts the outcome (acquired or
-// contended), for every path that loads under the lock.
-func (c *Cache) obtain(ctx context.Context, key string) (*redislock.Lock, error) {
-	lock, err := redislock.Obtain(ctx, c.rdb, c.lockKey(key), c.cfg.LockTTL)
+// contended), for every path that loads under the lock. In the same round
+// trip it reads key's entry itself (never a copy, never a replica: one
+// lagging behind would cost a second load of a value already stored), as
+// it stands right after the attempt: a new holder's double-check, and what
+// a loser finds stored meanwhile. That is one round trip fewer before a
+// cold key's query, taken while the burst that missed it crowds the cores.
+func (c *Cache) obtain(ctx context.Context, key string) (*redislock.Lock, look, error) {
+	seen := look{mark: c.l1.mark()} // before the read, as readFill takes it
+	lock, raw, err := redislock.ObtainAndRead(ctx, c.rdb, c.lockKey(key), c.cfg.LockTTL, key)
+	seen.raw = raw
 	switch {
 	case err == nil:
 		c.stats.lockAcquired.Add(1)
 	case errors.Is(err, redislock.ErrNotObtained):
 		c.stats.lockContended.Add(1)
 	}
-	return lock, err
+	return lock, seen, err
 }
+
+// look is key's entry as a lock attempt read it, with the L1 mark taken
+// before the read.
+type look struct {
+	raw  []byte // nil: absent
+	mark uint64
+}
+
+// entry decodes what the lock attempt saw as a read would (a corrupt,
+// foreign or refused entry is a miss) and, when use accepts it, puts it
+// in L1 as readFill would.
+func (c *Cache) entry(key string, seen look, use func(Entry) bool) (Entry, bool) {
+	if seen.raw == nil {
+		return Entry{}, false
+	}
+	e, ok := c.decode(key, seen.raw)
+	if !ok || !use(e) {
+		return Entry{}, false
+	}
+	c.l1.fill(key, e, c.now(), seen.mark, time.Time{})
+	return e, true
+}
+
+func anyEntry(Entry) bool { return true }
 
 // lockTimeout is ErrLockTimeout with a retry hint: how long the holder's
 // lock still lives, after which the key is loaded again or can be taken

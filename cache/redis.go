@@ -77,13 +77,6 @@ func (c *Cache) readKey(key string) string {
 	return key
 }
 
-// readEntry reads key's entry itself, from its master: never a copy, never
-// a replica. The lock path's double-check uses it, where a copy lagging
-// behind the entry would cost a second load of a value already stored.
-func (c *Cache) readEntry(ctx context.Context, key string) (e Entry, ok bool, err error) {
-	return c.readAs(ctx, key, key)
-}
-
 // readAs reads key through rk, key itself or one of its copies.
 func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, err error) {
 	b, err := c.get(ctx, rk, rk != key)
@@ -101,15 +94,22 @@ func (c *Cache) readAs(ctx context.Context, key, rk string) (e Entry, ok bool, e
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("cache get %s: %w", key, err)
 	}
-	e, err = c.open(key, b)
+	e, ok = c.decode(key, b)
+	return e, ok, nil
+}
+
+// decode opens b, read under key, as an entry; a corrupt, foreign or
+// refused one is a miss, logged once per key until it is replaced.
+func (c *Cache) decode(key string, b []byte) (Entry, bool) {
+	e, err := c.open(key, b)
 	if err == nil {
 		err = c.admit(key, e, c.now())
 	}
 	if err != nil {
 		c.refused(key, len(b), err)
-		return Entry{}, false, nil
+		return Entry{}, false
 	}
-	return e, true, nil
+	return e, true
 }
 
 // get reads rk; a copy's read goes to Config.ReplicaReads when set, and

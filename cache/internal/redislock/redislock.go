@@ -67,23 +67,43 @@ type Lock struct {
 
 // Obtain tries once to take the lock key for ttl with a fresh random token.
 func Obtain(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration) (*Lock, error) {
+	l, _, err := ObtainAndRead(ctx, rdb, key, ttl, "")
+	return l, err
+}
+
+// ObtainAndRead is Obtain that also reads the key read ("" for none) in
+// the same round trip, right after the attempt: nil when it is absent.
+// Whoever takes a lock usually reads what it guards next (a double-check
+// that no earlier holder did the work meanwhile), and whoever does not
+// looks for the holder's result; either way one round trip fewer. On a
+// Redis Cluster, read must share the lock's hash slot to stay one round
+// trip.
+func ObtainAndRead(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration, read string) (*Lock, []byte, error) {
 	token := newToken()
-	// One round trip: the attempt, and who holds the lock if it fails, so a
-	// waiter can tell a live holder from a takeover after a crash.
+	// One round trip: the attempt, who holds the lock if it fails (so a
+	// waiter can tell a live holder from a takeover after a crash), and
+	// the guarded key.
 	var set *redis.BoolCmd
-	var get *redis.StringCmd
+	var holder, value *redis.StringCmd
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		set = p.SetNX(ctx, key, token, ttl)
-		get = p.Get(ctx, key)
+		holder = p.Get(ctx, key)
+		if read != "" {
+			value = p.Get(ctx, read)
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("obtain %s: %w", key, err)
+		return nil, nil, fmt.Errorf("obtain %s: %w", key, err)
+	}
+	var b []byte // nil: absent (redis.Nil), or its read failed
+	if value != nil && value.Err() == nil {
+		b = []byte(value.Val())
 	}
 	if !set.Val() {
-		return nil, &notObtained{holder: get.Val()}
+		return nil, b, &notObtained{holder: holder.Val()}
 	}
-	return &Lock{rdb: rdb, key: key, token: token, ttl: ttl}, nil
+	return &Lock{rdb: rdb, key: key, token: token, ttl: ttl}, b, nil
 }
 
 // notObtained is ErrNotObtained naming the current holder's token ("" when
