@@ -158,3 +158,44 @@ func obtain(t *testing.T, ttl time.Duration) (*redis.Client, string, *redislock.
 	}
 	return rdb, lk, l
 }
+
+// TestObtainAndReadSeesTheKey: the lock attempt reads the guarded key in
+// the same round trip, as it stands right after the attempt, whether the
+// lock was taken or not; an absent key reads as nil.
+func TestObtainAndReadSeesTheKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := dbtest.NewRedis(t, redisDB)
+	cases := []struct {
+		name   string
+		stored string // "" for none
+		held   bool   // another holder has the lock
+	}{
+		{"taken, key absent", "", false},
+		{"taken, key stored", "v1", false},
+		{"held elsewhere, key absent", "", true},
+		{"held elsewhere, key stored", "v2", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "t" + dbtest.Unique() + ":{k}"
+			lk := "lock:" + key
+			t.Cleanup(func() { rdb.Del(context.Background(), key, lk) })
+			if tc.stored != "" {
+				rdb.Set(ctx, key, tc.stored, time.Minute)
+			}
+			if tc.held {
+				if _, err := redislock.Obtain(ctx, rdb, lk, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, got, err := redislock.ObtainAndRead(ctx, rdb, lk, time.Minute, key)
+			if tc.held != errors.Is(err, redislock.ErrNotObtained) || (!tc.held && (err != nil || l == nil)) {
+				t.Fatalf("lock: %v, %v (want taken: %v)", l, err, !tc.held)
+			}
+			if (got == nil) != (tc.stored == "") || string(got) != tc.stored {
+				t.Errorf("read %q (nil: %v), want %q", got, got == nil, tc.stored)
+			}
+		})
+	}
+}
