@@ -39,7 +39,7 @@ func (c *Cache) refresh(ctx context.Context, key string, seen Entry, load LoadFu
 }
 
 func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load LoadFunc) {
-	lock, now, err := c.obtain(ctx, key)
+	lock, current, err := c.obtain(ctx, key)
 	if errors.Is(err, ErrNotObtained) {
 		// Someone else is already loading it: leave it to them for a
 		// while rather than ask Redis again on the next stale read.
@@ -55,7 +55,7 @@ func (c *Cache) refreshOnce(ctx context.Context, key string, seen Entry, load Lo
 	// purpose, and a freshness check would skip every early refresh. A newer
 	// entry means another refresh (here or elsewhere) has just stored it,
 	// which is not counted as a refresh of ours.
-	if _, newer := c.entry(key, now, func(e Entry) bool { return e.SoftExpiry.After(seen.SoftExpiry) }); newer {
+	if _, newer := c.entry(key, current, func(e Entry) bool { return e.SoftExpiry.After(seen.SoftExpiry) }); newer {
 		c.release(key, lock)
 		if c.hotCopies(key) {
 			c.respread(key) // what we saw was an older copy: bring them up to date
