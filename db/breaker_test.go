@@ -13,21 +13,29 @@ import (
 	"github.com/stampede-guard/api/internal/testkit/netproxy"
 )
 
-// proxiedPool opens a pool whose link to PostgreSQL the test can cut, with
-// a breaker that records its transitions.
-func proxiedPool(t *testing.T, cfg breaker.Config) (*db.Pool, *dbtest.Transitions, *netproxy.Proxy) {
+// proxiedURL is the URL of a fresh database (named after prefix) reached
+// through a proxy the test can slow down or cut.
+func proxiedURL(t *testing.T, prefix string) (string, *netproxy.Proxy) {
 	t.Helper()
 	proxy := dbtest.NewProxy(t, "127.0.0.1:5432")
-	u, err := url.Parse(dbtest.NewDatabase(t, "brk"))
+	u, err := url.Parse(dbtest.NewDatabase(t, prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
 	u.Host = proxy.Addr()
+	return u.String(), proxy
+}
+
+// proxiedPool opens a pool whose link to PostgreSQL the test can cut, with
+// a breaker that records its transitions.
+func proxiedPool(t *testing.T, cfg breaker.Config) (*db.Pool, *dbtest.Transitions, *netproxy.Proxy) {
+	t.Helper()
+	dsn, proxy := proxiedURL(t, "brk")
 	tr := &dbtest.Transitions{}
 	cfg.OnStateChange = tr.Record
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := db.Open(ctx, db.Config{URL: u.String(), MaxConns: 4, AcquireTimeout: 500 * time.Millisecond, Breaker: cfg})
+	pool, err := db.Open(ctx, db.Config{URL: dsn, MaxConns: 4, AcquireTimeout: 500 * time.Millisecond, Breaker: cfg})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

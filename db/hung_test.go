@@ -3,13 +3,11 @@ package db_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/internal/breaker"
-	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestBreakerOpensOnHungServer: a database that stops answering (not one
@@ -19,15 +17,10 @@ import (
 // call is refused at once instead of waiting out its own deadline.
 func TestBreakerOpensOnHungServer(t *testing.T) {
 	t.Parallel()
-	proxy := dbtest.NewProxy(t, "127.0.0.1:5432")
-	u, err := url.Parse(dbtest.NewDatabase(t, "hung"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = proxy.Addr()
+	dsn, proxy := proxiedURL(t, "hung")
 	ctx := context.Background()
 	pool, err := db.Open(ctx, db.Config{
-		URL: u.String(), MaxConns: 2, AcquireTimeout: 400 * time.Millisecond,
+		URL: dsn, MaxConns: 2, AcquireTimeout: 400 * time.Millisecond,
 		StatementTimeout: 200 * time.Millisecond, Breaker: breaker.Config{Failures: 2, OpenMin: time.Minute},
 	})
 	if err != nil {

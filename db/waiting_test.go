@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -20,13 +19,8 @@ import (
 // and one of the two was still dialling.
 func TestWaitingLeavesOutDials(t *testing.T) {
 	t.Parallel()
-	proxy := dbtest.NewProxy(t, "127.0.0.1:5432")
-	u, err := url.Parse(dbtest.NewDatabase(t, "dial"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = proxy.Addr()
-	pool := openPoolAt(t, db.Config{URL: u.String(), MaxConns: 2, AcquireTimeout: 10 * time.Second})
+	dsn, proxy := proxiedURL(t, "dial")
+	pool := openPoolAt(t, db.Config{URL: dsn, MaxConns: 2, AcquireTimeout: 10 * time.Second})
 
 	held, err := pool.Acquire(t.Context()) // Open's one connection
 	if err != nil {
