@@ -85,7 +85,10 @@ func ObtainAndRead(ctx context.Context, rdb redis.UniversalClient, key string, t
 	// the guarded key.
 	var set *redis.BoolCmd
 	var holder, value *redis.StringCmd
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// Each command carries its own answer: only the attempt's error is
+	// the lock's. A failed read (the key holds another type) must not
+	// hide a lock just taken, which would then be held until its TTL.
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		set = p.SetNX(ctx, key, token, ttl)
 		holder = p.Get(ctx, key)
 		if read != "" {
@@ -93,7 +96,7 @@ func ObtainAndRead(ctx context.Context, rdb redis.UniversalClient, key string, t
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err := set.Err(); err != nil {
 		return nil, nil, fmt.Errorf("obtain %s: %w", key, err)
 	}
 	var b []byte // nil: absent (redis.Nil), or its read failed

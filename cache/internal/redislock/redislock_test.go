@@ -161,7 +161,8 @@ func obtain(t *testing.T, ttl time.Duration) (*redis.Client, string, *redislock.
 
 // TestObtainAndReadSeesTheKey: the lock attempt reads the guarded key in
 // the same round trip, as it stands right after the attempt, whether the
-// lock was taken or not; an absent key reads as nil.
+// lock was taken or not; an absent key reads as nil, and so does one whose
+// read fails, without hiding the lock it took.
 func TestObtainAndReadSeesTheKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -170,11 +171,13 @@ func TestObtainAndReadSeesTheKey(t *testing.T) {
 		name   string
 		stored string // "" for none
 		held   bool   // another holder has the lock
+		hash   bool   // the key holds a hash: its GET fails
 	}{
-		{"taken, key absent", "", false},
-		{"taken, key stored", "v1", false},
-		{"held elsewhere, key absent", "", true},
-		{"held elsewhere, key stored", "v2", true},
+		{"taken, key absent", "", false, false},
+		{"taken, key stored", "v1", false, false},
+		{"held elsewhere, key absent", "", true, false},
+		{"held elsewhere, key stored", "v2", true, false},
+		{"taken, key of another type", "", false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +186,9 @@ func TestObtainAndReadSeesTheKey(t *testing.T) {
 			t.Cleanup(func() { rdb.Del(context.Background(), key, lk) })
 			if tc.stored != "" {
 				rdb.Set(ctx, key, tc.stored, time.Minute)
+			}
+			if tc.hash {
+				rdb.HSet(ctx, key, "f", "v")
 			}
 			if tc.held {
 				if _, err := redislock.Obtain(ctx, rdb, lk, time.Minute); err != nil {
