@@ -40,6 +40,7 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 		{"full stack, limiter on (100000000-S)", "100000000-S"},
 	}
 	bases := make([]string, len(stacks))
+	pids := make([]int, len(stacks))
 	for i, s := range stacks {
 		c, err := l.StartCluster(ctx, "hot-key-"+slug(s.rate), 1, map[string]string{
 			"L1_TTL": "1s", "RATE_LIMIT": s.rate, "RATE_LIMIT_KEY": "off",
@@ -52,6 +53,7 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 			_, _ = c.Close(context.Background())
 		}()
 		bases[i] = c.Bases()[0]
+		pids[i] = c.Instances[0].cmd.Process.Pid
 	}
 	body := get(ctx, bases[0], "/products/1")
 	if body.Status != http.StatusOK {
@@ -76,10 +78,26 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	}
 	labels = append(labels, "bare gin handler, header timeout only")
 	rounds := make([][]hotKeyRound, len(targets))
+	// The stacks' own CPU per answered request in each round (targets 1
+	// and 2), from /proc: the client's share of the cores, which the
+	// ratios above include, left out.
+	serverCPU := make([][]float64, len(stacks))
 	for r := range hotKeyRounds {
 		for k := range targets {
 			i := (k + r) % len(targets) // who goes first rotates
-			rounds[i] = append(rounds[i], netHTTPRound(ctx, targets[i]+"/products/1"))
+			stack := i - 1              // the stacks are targets 1 and 2
+			before, err := time.Duration(0), error(nil)
+			if stack >= 0 && stack < len(stacks) {
+				before, err = procCPU(pids[stack])
+			}
+			round := netHTTPRound(ctx, targets[i]+"/products/1")
+			rounds[i] = append(rounds[i], round)
+			if stack < 0 || stack >= len(stacks) || err != nil || round.rps <= 0 {
+				continue
+			}
+			if after, err := procCPU(pids[stack]); err == nil {
+				serverCPU[stack] = append(serverCPU[stack], float64((after-before).Microseconds())/(round.rps*hotKeyFor.Seconds()))
+			}
 		}
 	}
 	medians := make([]hotKeyRound, len(targets))
@@ -94,6 +112,15 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	off, on := ratios[1], ratios[2]
 	x.check(off >= 0.85, "limiter off: %.2f× the bare handler (want ≥ 0.85×)", off)
 	x.check(on >= 0.7, "limiter on: %.2f× the bare handler (want ≥ 0.7×)", on)
+	// The limiter's own cost: the server's CPU per request, the median
+	// of the rounds for each stack, on ÷ off. Reported, not checked: two
+	// instances of one binary drift apart by a few per cent on this
+	// machine.
+	if cpuOff, cpuOn := medianFloat(serverCPU[0]), medianFloat(serverCPU[1]); cpuOff > 0 {
+		x.note("the server's CPU per request (utime+stime from /proc over each round ÷ its answers, median of %d rounds): "+
+			"limiter off %.1f µs, on %.1f µs (on ÷ off %.2f×; the issue's goal for the limiter is ≤ 1.05×)",
+			len(serverCPU[0]), cpuOff, cpuOn, cpuOn/cpuOff)
+	}
 
 	// For the record: the same comparison with a lean client (rawconn.go,
 	// as wrk drives a server). net/http's client costs more CPU per request
