@@ -44,9 +44,7 @@ func TestLockHolderCrash(t *testing.T) {
 	// The unknown-id filter loads in the background: slowed by the delay
 	// below, its query would hold a pooled connection the waiters need.
 	for _, a := range apps {
-		if !dbtest.Eventually(listenWait, func() bool { return len(a.logs.records("unknown-id filter loaded")) > 0 }) {
-			t.Fatalf("unknown-id filter not loaded within %s", listenWait)
-		}
+		a.waitFilterLoaded()
 	}
 
 	link.SetDelay(time.Second)

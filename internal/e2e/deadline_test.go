@@ -35,7 +35,7 @@ func TestDeadlineSlowQueryEnds(t *testing.T) {
 	t.Parallel()
 	env := deadlineEnv(t)
 	id := productID(t)
-	base, _ := startApp(t, env)
+	base, _ := startAppFilterLoaded(t, env)
 	_, release := lockTable(t, env["DATABASE_URL"], "products")
 
 	a := timedGet(fmt.Sprintf("%s/products/%d", base, id))

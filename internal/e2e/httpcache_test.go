@@ -89,7 +89,7 @@ func TestHTTPConditionalRequests(t *testing.T) {
 	t.Parallel()
 	id := productID(t)
 	env := testEnv(t)
-	base, _ := startApp(t, env)
+	base, _ := startAppFilterLoaded(t, env)
 	url := fmt.Sprint(base, "/products/", id)
 
 	resp, first := call(t, "GET", url, nil, "")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stampede-guard/api/internal/app"
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // The app under test runs in process through app.Main, the binary's own
@@ -114,6 +115,31 @@ func startApp(t testing.TB, env map[string]string) (baseURL string, stop func() 
 	t.Helper()
 	a := launchApp(t, env)
 	return a.waitListening(), a.stop
+}
+
+// startAppFilterLoaded is startApp for a test that locks the products
+// table: it also waits for the unknown-id filter's first load
+// (waitFilterLoaded).
+func startAppFilterLoaded(t testing.TB, env map[string]string) (baseURL string, stop func() error) {
+	t.Helper()
+	a := launchApp(t, env)
+	baseURL = a.waitListening()
+	a.waitFilterLoaded()
+	return baseURL, a.stop
+}
+
+// waitFilterLoaded waits for the unknown-id filter's first load. It runs in
+// the background from the start and reads the products table: a test that
+// locks that table or slows the database link waits for it first, or the
+// load, held up behind the test, takes one of the pool's connections (or a
+// place in its queue) that the test counts on. On a loaded machine it
+// started late enough to be caught by TestOverloadShedsReadsAdmitsCheckout's
+// lock once in a dozen runs: 5 reads served instead of 6.
+func (a *instance) waitFilterLoaded() {
+	a.t.Helper()
+	if !dbtest.Eventually(listenWait, func() bool { return len(a.logs.records("unknown-id filter loaded")) > 0 }) {
+		a.t.Fatalf("unknown-id filter not loaded within %s\nlog:\n%s", listenWait, a.logs)
+	}
 }
 
 // waitListening waits for the "listening" line and returns the base URL.

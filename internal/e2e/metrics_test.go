@@ -20,7 +20,7 @@ func TestMetricsAfterStampede(t *testing.T) {
 	env["LOCK_WAIT"] = "4s"
 	bases := []string{}
 	for range 2 {
-		base, _ := startApp(t, env)
+		base, _ := startAppFilterLoaded(t, env)
 		bases = append(bases, base)
 	}
 

@@ -55,7 +55,7 @@ func TestOverloadShedsReadsAdmitsCheckout(t *testing.T) {
 	t.Parallel()
 	env := overloadEnv(t)
 	ids := []int64{601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613}
-	base, _ := startApp(t, env)
+	base, _ := startAppFilterLoaded(t, env)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after the lock is released (cleanups run last first)
 	conn, release := lockTable(t, env["DATABASE_URL"], "products")

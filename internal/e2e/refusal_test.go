@@ -20,7 +20,7 @@ func TestBurstRefusedBeforeTheLock(t *testing.T) {
 	t.Parallel()
 	const burst, admitted = 60, 2 + 4 // DB_MAIN_MAX_CONNS + SHED_MAX_WAITING
 	env := overloadEnv(t)
-	base, _ := startApp(t, env)
+	base, _ := startAppFilterLoaded(t, env)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after the table is released (cleanups run last first)
 	_, release := lockTable(t, env["DATABASE_URL"], "products")
