@@ -40,7 +40,7 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 		{"full stack, limiter on (100000000-S)", "100000000-S"},
 	}
 	bases := make([]string, len(stacks))
-	pids := make([]int, len(stacks))
+	pids := []int{0} // each target's process, 0 where its CPU is not measured (the bare handlers)
 	for i, s := range stacks {
 		c, err := l.StartCluster(ctx, "hot-key-"+slug(s.rate), 1, map[string]string{
 			"L1_TTL": "1s", "RATE_LIMIT": s.rate, "RATE_LIMIT_KEY": "off",
@@ -53,7 +53,7 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 			_, _ = c.Close(context.Background())
 		}()
 		bases[i] = c.Bases()[0]
-		pids[i] = c.Instances[0].cmd.Process.Pid
+		pids = append(pids, c.Instances[0].cmd.Process.Pid)
 	}
 	body := get(ctx, bases[0], "/products/1")
 	if body.Status != http.StatusOK {
@@ -77,27 +77,14 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 		labels = append(labels, s.label)
 	}
 	labels = append(labels, "bare gin handler, header timeout only")
+	pids = append(pids, 0)
 	rounds := make([][]hotKeyRound, len(targets))
-	// The stacks' own CPU per answered request in each round (targets 1
-	// and 2), from /proc: the client's share of the cores, which the
-	// ratios above include, left out.
-	serverCPU := make([][]float64, len(stacks))
 	for r := range hotKeyRounds {
 		for k := range targets {
 			i := (k + r) % len(targets) // who goes first rotates
-			stack := i - 1              // the stacks are targets 1 and 2
-			before, err := time.Duration(0), error(nil)
-			if stack >= 0 && stack < len(stacks) {
-				before, err = procCPU(pids[stack])
-			}
-			round := netHTTPRound(ctx, targets[i]+"/products/1")
-			rounds[i] = append(rounds[i], round)
-			if stack < 0 || stack >= len(stacks) || err != nil || round.rps <= 0 {
-				continue
-			}
-			if after, err := procCPU(pids[stack]); err == nil {
-				serverCPU[stack] = append(serverCPU[stack], float64((after-before).Microseconds())/(round.rps*hotKeyFor.Seconds()))
-			}
+			rounds[i] = append(rounds[i], withServerCPU(pids[i], func() hotKeyRound {
+				return netHTTPRound(ctx, targets[i]+"/products/1")
+			}))
 		}
 	}
 	medians := make([]hotKeyRound, len(targets))
@@ -116,10 +103,10 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 	// of the rounds for each stack, on ÷ off. Reported, not checked: two
 	// instances of one binary drift apart by a few per cent on this
 	// machine.
-	if cpuOff, cpuOn := medianFloat(serverCPU[0]), medianFloat(serverCPU[1]); cpuOff > 0 {
+	if cpuOff, cpuOn := medianBy(rounds[1], roundServerCPU).serverUs, medianBy(rounds[2], roundServerCPU).serverUs; cpuOff > 0 {
 		x.note("the server's CPU per request (utime+stime from /proc over each round ÷ its answers, median of %d rounds): "+
 			"limiter off %.1f µs, on %.1f µs (on ÷ off %.2f×; the issue's goal for the limiter is ≤ 1.05×)",
-			len(serverCPU[0]), cpuOff, cpuOn, cpuOn/cpuOff)
+			hotKeyRounds, cpuOff, cpuOn, cpuOn/cpuOff)
 	}
 
 	// For the record: the same comparison with a lean client (rawconn.go,
@@ -161,11 +148,33 @@ func (l *Lab) hotKey(ctx context.Context) *Experiment {
 // roundRPS is a round's throughput, the key its rounds are ordered by.
 func roundRPS(r hotKeyRound) float64 { return r.rps }
 
+// roundServerCPU is a round's server CPU per request, for medianBy.
+func roundServerCPU(r hotKeyRound) float64 { return r.serverUs }
+
 // hotKeyRound is one closed-loop run against one target.
 type hotKeyRound struct {
 	rps    float64
 	p99    time.Duration
 	failed int
+	// serverUs is the target's own CPU per answered request, in µs (0:
+	// not measured): the client's share of the cores, which rps includes,
+	// left out.
+	serverUs float64
+}
+
+// withServerCPU runs a round and adds pid's CPU per answered request to
+// it, from /proc (pid 0: not measured).
+func withServerCPU(pid int, run func() hotKeyRound) hotKeyRound {
+	if pid == 0 {
+		return run()
+	}
+	before, errBefore := procCPU(pid)
+	r := run()
+	after, errAfter := procCPU(pid)
+	if errBefore == nil && errAfter == nil && r.rps > 0 {
+		r.serverUs = float64((after - before).Microseconds()) / (r.rps * hotKeyFor.Seconds())
+	}
+	return r
 }
 
 // netHTTPRound is one round of the checked estimator: the workers share

@@ -28,20 +28,3 @@ func TestProcCPUCountsThisProcess(t *testing.T) {
 		t.Error("procCPU of a pid that does not exist: no error")
 	}
 }
-
-func TestMedianFloat(t *testing.T) {
-	cases := []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{3}, 3},
-		{[]float64{5, 1, 3}, 3},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	}
-	for _, tc := range cases {
-		if got := medianFloat(tc.in); got != tc.want {
-			t.Errorf("medianFloat(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
