@@ -80,6 +80,13 @@ func isOutage(err error) bool {
 		return false
 	case IsStatementTimeout(err):
 		return true // the server is too slow to answer in time
+	case isConnect(err):
+		// No connection, whatever the server said while refusing it (55000
+		// "not accepting connections", 3D000 a dropped database, 28P01 a
+		// rotated password): no request of ours was read, so nothing about
+		// the request can be wrong. Judged by its code it read as a request
+		// error: reads answered 500 and the breaker never opened.
+		return true
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -95,7 +102,7 @@ func isOutage(err error) bool {
 	// A connection lost mid-query surfaces as a bare (unexpected) EOF, with
 	// no net.Error around it.
 	var netErr net.Error
-	return isConnect(err) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+	return errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/internal/breaker"
@@ -171,4 +174,57 @@ func TestBreakerIgnoresRequestErrors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRefusedConnectionIsAnOutage: a server that answers a new connection
+// with an error of its own (here 55000, "database is not currently
+// accepting connections", as during maintenance or a restore) is as down
+// as one that does not answer: the caller hears "retry later" and the
+// breaker counts it. Judged by the error's code alone it was a request
+// error, so every read answered 500 and the breaker never opened.
+func TestRefusedConnectionIsAnOutage(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.NewDatabase(t, "refconn")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr := &dbtest.Transitions{}
+	pool, err := db.Open(ctx, db.Config{URL: dsn, MaxConns: 2, AcquireTimeout: 2 * time.Second,
+		Breaker: breaker.Config{Failures: 2, OpenMin: time.Minute, OnStateChange: tr.Record}})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(pool.Close)
+
+	admin, err := pgx.Connect(ctx, dbtest.AdminURL())
+	if err != nil {
+		t.Fatalf("admin connection: %v", err)
+	}
+	defer admin.Close(context.Background())
+	name := pgx.Identifier{strings.TrimPrefix(mustParse(t, dsn).Path, "/")}.Sanitize()
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" ALLOW_CONNECTIONS false"); err != nil {
+		t.Fatalf("refuse connections: %v", err)
+	}
+	t.Cleanup(func() { // before the drop, which dbtest registered first
+		_, _ = admin.Exec(context.Background(), "ALTER DATABASE "+name+" ALLOW_CONNECTIONS true")
+	})
+	pool.Reset() // no connection is kept: the next statement must dial
+
+	for i := range 2 {
+		err := selectOne(ctx, pool)
+		if err == nil || !db.IsOutage(err) {
+			t.Fatalf("statement %d on a database refusing connections: got %v, want an outage", i+1, err)
+		}
+	}
+	if s := pool.Breaker(); s.State != breaker.Open {
+		t.Fatalf("after 2 refused connections: breaker %s, want open; transitions:%s", s.State, tr)
+	}
+}
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("parse %s: %v", raw, err)
+	}
+	return u
 }

@@ -160,7 +160,7 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 		pingCtx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StatementTimeout)
 		err := pool.Ping(pingCtx)
 		cancel()
-		if err == nil || attempt == pingAttempts || !isOutage(err) {
+		if err == nil || attempt == pingAttempts || !isOutage(err) || isMisconfigured(err) {
 			return err
 		}
 		select {
@@ -170,6 +170,14 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 		}
 		backoff *= 2
 	}
+}
+
+// isMisconfigured reports a server refusing us by name (class 28, a wrong
+// user or password; class 3D, no such database): an outage for a running
+// service, but at start a mistake in the settings that waiting cannot fix.
+func isMisconfigured(err error) bool {
+	code := pgCode(err)
+	return len(code) == 5 && (code[:2] == "28" || code[:2] == "3D")
 }
 
 // Name is the pool's label ("main", "reports").

@@ -10,3 +10,7 @@ import (
 // of Waiting, which hold connections outside any fn. Outside tests the
 // only way to a connection is With, behind the breaker and the gate.
 func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return p.acquire(ctx) }
+
+// Reset closes every connection the pool keeps, so that the next statement
+// must dial.
+func (p *Pool) Reset() { p.pool.Reset() }
