@@ -69,15 +69,17 @@ func (f *fleet) pid(slot int) (pid, life int, base string) {
 // starts a new process in its place (its old log kept beside) and puts it
 // back once it answers /readyz.
 func (f *fleet) killAndRestart(ctx context.Context, slot int, down time.Duration) error {
+	// The generation moves before the kill, with the instance's place in
+	// rotation: bumped after it, a request in flight whose dial was
+	// refused by the dead process in between read as a live instance's
+	// failure (a CI soak failed on one such "connection refused").
 	f.mu.Lock()
 	f.alive[slot] = false
-	inst := f.c.Instances[slot]
-	f.mu.Unlock()
-	inst.Kill()
-	f.mu.Lock()
 	f.gen[slot]++
+	inst := f.c.Instances[slot]
 	life := f.lives[slot]
 	f.mu.Unlock()
+	inst.Kill()
 	_ = inst.log.Close()
 	logPath := filepath.Join(f.c.lab.logDir, fmt.Sprintf("%s-%d.log", f.c.Name, slot))
 	_ = os.Rename(logPath, fmt.Sprintf("%s.%d", logPath, life))
