@@ -23,8 +23,8 @@ func newBreaker(p *Pool) *breaker.Breaker {
 		cfg.Name = "postgres_" + p.cfg.Name
 	}
 	if cfg.ProbeTimeout <= 0 {
-		// Room for a connect (ConnectTimeout is 3/4 of it) and the query.
-		cfg.ProbeTimeout = p.cfg.AcquireTimeout
+		// Room for a connect (3/4 of it, see connectTimeout) and the query.
+		cfg.ProbeTimeout = max(p.cfg.AcquireTimeout, connectTimeout(p.cfg.AcquireTimeout)*4/3)
 	}
 	cfg.IsExcluded = isCallerSide
 	cfg.IsFailure = isOutage

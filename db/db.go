@@ -108,9 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
 	}
 	pc.MaxConns = cfg.MaxConns
-	// A connect to a frozen server must end as a connect error (an outage
-	// the breaker counts) before the caller's acquire timeout ends it.
-	pc.ConnConfig.ConnectTimeout = cfg.AcquireTimeout * 3 / 4
+	pc.ConnConfig.ConnectTimeout = connectTimeout(cfg.AcquireTimeout)
 	pc.MaxConnIdleTime = cfg.IdleTimeout
 	// Set at connection start-up, so it holds for every statement on every
 	// connection, including ones a future caller forgets to bound.
@@ -144,6 +142,24 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	p := &Pool{pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical)}
 	p.breaker = newBreaker(p)
 	return p, nil
+}
+
+// minConnectTimeout is the least time one connect gets, whatever the
+// acquire budget: a TCP handshake and PostgreSQL's start-up (a backend
+// forked, authentication, parameters) take milliseconds on a loaded host.
+// With DB_ACQUIRE_TIMEOUT=10ms the connect had 7.5 ms: none finished, the
+// app could not start, and a running pool could never have grown.
+const minConnectTimeout = 250 * time.Millisecond
+
+// connectTimeout is 3/4 of the acquire timeout, so that a connect to a
+// frozen server ends as a connect error (an outage the breaker counts)
+// before the caller's acquire ends it, but never less than
+// minConnectTimeout. Below that (an acquire timeout under 333 ms) a
+// caller's acquire may end first: it answers 503 at its own deadline and
+// the connect goes on in the background (pgxpool does not cancel it) to
+// join the pool.
+func connectTimeout(acquire time.Duration) time.Duration {
+	return max(acquire*3/4, minConnectTimeout)
 }
 
 // pingAttempts bounds how often Open tries to reach the server: about three

@@ -196,6 +196,22 @@ func TestOpenFailures(t *testing.T) {
 	}
 }
 
+// TestTinyAcquireTimeoutStillConnects opens a pool whose acquire timeout is
+// shorter than any connect: the connect keeps a time of its own, so the
+// app starts and the pool can dial again later. (The connect timeout was
+// 3/4 of the acquire timeout: with DB_ACQUIRE_TIMEOUT=10ms no connect ever
+// finished and the start failed after five attempts.)
+func TestTinyAcquireTimeoutStillConnects(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, db.Config{MaxConns: 2, AcquireTimeout: time.Millisecond})
+	pool.Reset() // the next ping must dial a new connection
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(ctx); err != nil {
+		t.Fatalf("ping after a reset, acquire timeout 1ms: %v, want a fresh connection", err)
+	}
+}
+
 // TestCheckSizing sets fleets against the real server's max_connections.
 func TestCheckSizing(t *testing.T) {
 	t.Parallel()
