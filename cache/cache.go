@@ -80,10 +80,11 @@ type Cache struct {
 	// elsewhere holds the keys whose refresh lock another instance held
 	// when this one tried, with when to try again (Config.RefreshRetry).
 	elsewhere *lru.Cache[string, time.Time]
-	outage    outageLog       // rate limit of the per-request outage warnings
-	corrupt   sync.Map        // keys whose corrupt value was already logged
-	static    map[string]bool // Config.Static, namespaced; read-only after New
-	floors    *floors         // per-key version floors; nil without Config.Version
+	copyMemo  *lru.Cache[string, []int] // copy numbers per key (slots.go); nil without copies
+	outage    outageLog                 // rate limit of the per-request outage warnings
+	corrupt   sync.Map                  // keys whose corrupt value was already logged
+	static    map[string]bool           // Config.Static, namespaced; read-only after New
+	floors    *floors                   // per-key version floors; nil without Config.Version
 }
 
 // New builds a Cache and, when L1 is on, subscribes to the invalidation
@@ -104,6 +105,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		direct:    make(chan struct{}, cfg.MaxDirectLoads),
 		static:    make(map[string]bool, len(cfg.Static)),
 		elsewhere: newElsewhere(),
+		copyMemo:  newCopyMemo(cfg.Copies),
 		tracer:    newTracer(cfg.TracerProvider),
 	}
 	c.gets = startGetBatch(life, rdb, &c.wg)

@@ -72,7 +72,7 @@ func (c *Cache) readKey(key string) string {
 		return key
 	}
 	if i := rand.IntN(c.cfg.Copies); i > 0 { // #nosec G404 -- spreads reads over copies; not a secret
-		return copyKey(key, copyNumber(key, i, c.cfg.Copies))
+		return copyKey(key, c.copyNumbersOf(key)[i-1])
 	}
 	return key
 }
