@@ -173,7 +173,8 @@ const pingAttempts = 5
 func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		pingCtx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout+cfg.StatementTimeout)
+		// Room for a connect even when the acquire timeout is shorter.
+		pingCtx, cancel := context.WithTimeout(ctx, max(cfg.AcquireTimeout, connectTimeout(cfg.AcquireTimeout))+cfg.StatementTimeout)
 		err := pool.Ping(pingCtx)
 		cancel()
 		if err == nil || attempt == pingAttempts || !isOutage(err) || isMisconfigured(err) {

@@ -196,14 +196,16 @@ func TestOpenFailures(t *testing.T) {
 	}
 }
 
-// TestTinyAcquireTimeoutStillConnects opens a pool whose acquire timeout is
-// shorter than any connect: the connect keeps a time of its own, so the
-// app starts and the pool can dial again later. (The connect timeout was
-// 3/4 of the acquire timeout: with DB_ACQUIRE_TIMEOUT=10ms no connect ever
-// finished and the start failed after five attempts.)
+// TestTinyAcquireTimeoutStillConnects opens a pool whose acquire and
+// statement timeouts are shorter than any connect: the connect keeps a
+// time of its own, so the app starts and the pool can dial again later.
+// (The connect timeout was 3/4 of the acquire timeout: with
+// DB_ACQUIRE_TIMEOUT=10ms no connect ever finished and the start failed
+// after five attempts; and the start's ping had only acquire + statement,
+// 10 ms with REQUEST_TIMEOUT=20ms.)
 func TestTinyAcquireTimeoutStillConnects(t *testing.T) {
 	t.Parallel()
-	pool := openPool(t, db.Config{MaxConns: 2, AcquireTimeout: time.Millisecond})
+	pool := openPool(t, db.Config{MaxConns: 2, AcquireTimeout: time.Millisecond, StatementTimeout: time.Millisecond})
 	pool.Reset() // the next ping must dial a new connection
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
