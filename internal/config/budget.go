@@ -48,6 +48,12 @@ type timeBudget struct {
 // the lock: one acquire plus one statement.
 func (b timeBudget) Load() time.Duration { return b.Acquire + b.Statement }
 
+// minStatement is the shortest statement timeout a start accepts:
+// REQUEST_TIMEOUT=3ms derived 0.9 ms, which PostgreSQL's whole
+// milliseconds turned into 0 (no timeout at all), and at 5 ms the start's
+// own reads (the cache signing key) ran out of time.
+const minStatement = 5 * time.Millisecond
+
 func share(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }
 
 // readBudget reads the six timeouts and derives the unset ones.
@@ -157,6 +163,14 @@ func (b timeBudget) check() []error {
 			"must be shorter than", "or a slow body leaves the handler no time"},
 	}
 	var errs []error
+	if b.Statement < minStatement {
+		fix := "raise REQUEST_TIMEOUT (the statement timeout is 0.3 of it) or set DB_STATEMENT_TIMEOUT"
+		if b.set["DB_STATEMENT_TIMEOUT"] {
+			fix = "raise DB_STATEMENT_TIMEOUT"
+		}
+		errs = append(errs, fmt.Errorf("config: DB_STATEMENT_TIMEOUT=%s (%s) must be at least %s: PostgreSQL counts it in whole milliseconds (under one it turns the timeout off) and one query's round trip takes about one; %s",
+			b.Statement, b.origin("DB_STATEMENT_TIMEOUT"), minStatement, fix))
+	}
 	for _, r := range rules {
 		if !r.ok {
 			errs = append(errs, fmt.Errorf("config: %s=%s (%s) %s %s=%s (%s): %s; change one of them",
