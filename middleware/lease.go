@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,7 +106,7 @@ func (s *LeaseStore) renew(ctx context.Context, b *leaseBucket, old *lease, key 
 // errs on the side of admitting less, never more.
 func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (*lease, error) {
 	n := max(1, int64(float64(rate.Limit)*s.leaseFraction))
-	lctx, err := s.shared.Increment(ctx, key, n, rate)
+	lctx, err := s.shared.Increment(ctx, sharedKey(key, rate), n, rate)
 	if err != nil {
 		return nil, err
 	}
@@ -123,16 +124,25 @@ func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (
 
 // Peek reports the shared count without spending.
 func (s *LeaseStore) Peek(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
-	return s.shared.Peek(ctx, key, rate)
+	return s.shared.Peek(ctx, sharedKey(key, rate), rate)
 }
 
 // Reset clears key everywhere: the shared count and this instance's lease.
 func (s *LeaseStore) Reset(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
 	s.buckets.delete(key)
-	return s.shared.Reset(ctx, key, rate)
+	return s.shared.Reset(ctx, sharedKey(key, rate), rate)
 }
 
 // Increment passes through: a batch spend is the shared store's to count.
 func (s *LeaseStore) Increment(ctx context.Context, key string, count int64, rate limiter.Rate) (limiter.Context, error) {
-	return s.shared.Increment(ctx, key, count, rate)
+	return s.shared.Increment(ctx, sharedKey(key, rate), count, rate)
+}
+
+// sharedKey names key's counter in the shared store after its window's
+// length ("60s:203.0.113.7"). ulule sets a counter's expiry when its window
+// opens and keeps it, so a fleet moved from RATE_LIMIT=5-D to 100-S kept
+// the day's count and refused the client until the day ended. Called once
+// per lease, not per request.
+func sharedKey(key string, rate limiter.Rate) string {
+	return strconv.FormatInt(int64(rate.Period/time.Second), 10) + "s:" + key
 }

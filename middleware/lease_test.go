@@ -121,3 +121,34 @@ func TestLeaseSpendAllocates(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseWindowChangeStartsAFreshCount moves one client from a budget of
+// 5 an hour, spent, to 5 a second, as a fleet redeployed with a new
+// RATE_LIMIT would. The new window counts afresh: the hour's counter (its
+// expiry set when the hour opened) used to go on refusing the client until
+// the hour ended.
+func TestLeaseWindowChangeStartsAFreshCount(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	prefix := "leasewindow" + dbtest.Unique()
+	rdb := dbtest.NewRedis(t, redisDB)
+	hourly := middleware.NewLeaseStore(redisStore(t, rdb, prefix), 0.01, 100)
+	perHour := limiter.Rate{Period: time.Hour, Limit: 5}
+	for range 6 {
+		if _, err := hourly.Get(ctx, "client", perHour); err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+	}
+	if lc, _ := hourly.Get(ctx, "client", perHour); !lc.Reached {
+		t.Fatalf("7th request of 5 an hour: not reached (%+v), want the budget spent", lc)
+	}
+	redeployed := middleware.NewLeaseStore(redisStore(t, rdb, prefix), 0.01, 100)
+	lc, err := redeployed.Get(ctx, "client", limiter.Rate{Period: time.Second, Limit: 5})
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if lc.Reached || lc.Remaining != 4 {
+		t.Errorf("first request at 5 a second after the hour's budget was spent: reached %v, remaining %d; want a fresh count (remaining 4)", lc.Reached, lc.Remaining)
+	}
+	t.Cleanup(func() { rdb.Del(context.Background(), prefix+":3600s:client", prefix+":1s:client") })
+}
