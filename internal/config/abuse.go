@@ -48,12 +48,13 @@ func readAbuse(p *envParser, rateLimit string) AbuseSettings {
 	return a
 }
 
-// rate checks a ulule/limiter rate or "off".
+// rate checks a ulule/limiter rate or "off". A count of 0 parses (every
+// request refused, 429 for all) but is never what was meant: "off" is.
 func (p *envParser) rate(name, v, example string) {
 	if v == "off" {
 		return
 	}
-	if _, err := limiter.NewRateFromFormatted(v); err != nil {
-		p.fail(name, v, `want "off" or N-S, N-M, N-H, N-D (e.g. `+example+`)`)
+	if r, err := limiter.NewRateFromFormatted(v); err != nil || r.Limit < 1 {
+		p.fail(name, v, `want "off" or N-S, N-M, N-H, N-D with N ≥ 1 (e.g. `+example+`)`)
 	}
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	limiter "github.com/ulule/limiter/v3"
-
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/handlers"
@@ -224,16 +222,8 @@ func (c *Config) derive(p *envParser) (layering []error) {
 // static keys' repair period.
 func (c *Config) check(p *envParser, layering []error) {
 	checkGuards(p, *c) // trusted proxies, admin token and address (guards.go)
-	if c.RateLimit != "off" {
-		if _, err := limiter.NewRateFromFormatted(c.RateLimit); err != nil {
-			p.fail("RATE_LIMIT", c.RateLimit, `want "off" or N-S, N-M, N-H, N-D (e.g. 100-S)`)
-		}
-	}
-	if c.RateLimitKey != "off" {
-		if _, err := limiter.NewRateFromFormatted(c.RateLimitKey); err != nil {
-			p.fail("RATE_LIMIT_KEY", c.RateLimitKey, `want "off" or N-S, N-M, N-H, N-D (e.g. 1000-S)`)
-		}
-	}
+	p.rate("RATE_LIMIT", c.RateLimit, "100-S")
+	p.rate("RATE_LIMIT_KEY", c.RateLimitKey, "1000-S")
 	p.errs = append(p.errs, layering...)
 	if c.StaticRepair >= c.StaticTTL {
 		p.errs = append(p.errs, fmt.Errorf("config: STATIC_REPAIR_PERIOD=%s must be shorter than STATIC_TTL=%s, or static keys expire between repairs; change one of them",

@@ -32,6 +32,8 @@ var configErrorCases = []struct {
 	{"breaker failures wrap", map[string]string{"BREAKER_FAILURES": "4294967297"}, "BREAKER_FAILURES", "4294967297"},
 	{"proxy not a CIDR", map[string]string{"TRUSTED_PROXIES": "not-a-cidr"}, "TRUSTED_PROXIES", "not-a-cidr"},
 	{"rate limit not a rate", map[string]string{"RATE_LIMIT": "lots"}, "RATE_LIMIT", "lots"},
+	{"rate limit of nothing", map[string]string{"RATE_LIMIT": "0-S"}, "RATE_LIMIT", "0-S"},
+	{"order rate limit of nothing", map[string]string{"ORDER_RATE_LIMIT": "0-M"}, "ORDER_RATE_LIMIT", "0-M"},
 	{"hot key not an id", map[string]string{"HOT_KEYS": "1,x"}, "HOT_KEYS", `"x"`},
 	{"xfetch beta zero", map[string]string{"XFETCH_BETA": "0"}, "XFETCH_BETA", `"0"`},
 	{"statement outlives lock", map[string]string{"DB_STATEMENT_TIMEOUT": "10s", "LOCK_TTL": "5s"}, "DB_STATEMENT_TIMEOUT", ""},
