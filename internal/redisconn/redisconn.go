@@ -40,6 +40,14 @@ type Config struct {
 // connection closed under it costs one more try, and a dead Redis no more.
 const maxRetries = 1
 
+// dialAttempts is how often one dial is tried: once. go-redis by default
+// tries five times, 100 ms apart, each with the whole dial timeout: a
+// stopped Redis held every request about 0.4 s per command (1.6 s for a
+// read, with its rate-limit lease) and a blackholed one 5 s, before the
+// breaker had seen a single failure. The command's one retry and the
+// breaker are the retry policy; a dial is not retried inside them.
+const dialAttempts = 1
+
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -69,7 +77,7 @@ func Open(cfg Config) (redis.UniversalClient, error) {
 	if len(cfg.ClusterAddrs) == 0 {
 		opt.ContextTimeoutEnabled = true
 		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = cfg.DialTimeout, cfg.IOTimeout, cfg.IOTimeout, cfg.PoolTimeout
-		opt.MaxRetries = maxRetries
+		opt.MaxRetries, opt.DialerRetries = maxRetries, dialAttempts
 		return redis.NewClient(opt), nil
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
@@ -80,7 +88,7 @@ func Open(cfg Config) (redis.UniversalClient, error) {
 		// MaxRedirects bounds MOVED/ASK hops, not retries of a failed
 		// command, which MaxRetries bounds as on one server; PoolSize
 		// (per node) keeps go-redis's default, as on one server.
-		MaxRetries: maxRetries,
+		MaxRetries: maxRetries, DialerRetries: dialAttempts,
 	})
 	// A dead master sends no MOVED: without this, go-redis would learn of
 	// its promoted replica only at its next periodic reload (60 s).
