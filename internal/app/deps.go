@@ -88,7 +88,9 @@ func (d *deps) openDatabase(ctx context.Context, tr *telemetry.Tracing) error {
 
 // openRedis connects Redis (one server or a cluster) and hooks its breaker
 // in. An unreachable Redis is not fatal: the service answers from the
-// database while Redis is away, and /readyz says so.
+// database while Redis is away, and /readyz says so. A Redis that answers
+// and refuses REDIS_URL's password or database is: the start fails, as it
+// does for a wrong DATABASE_URL, instead of serving degraded for good.
 func (d *deps) openRedis(ctx context.Context, tr *telemetry.Tracing) error {
 	rdb, err := redisconn.Open(redisConfig(d.cfg))
 	if err != nil {
@@ -102,6 +104,9 @@ func (d *deps) openRedis(ctx context.Context, tr *telemetry.Tracing) error {
 	d.redisBreaker = redisconn.NewBreaker(rdb, breakerConfig(d.cfg, d.log)) // hooks itself into rdb
 	d.closers = append(d.closers, d.redisBreaker.Close)                     // before rdb.Close: it probes through rdb
 	if err := rdb.Ping(ctx).Err(); err != nil {
+		if redisconn.IsMisconfigured(err) {
+			return fmt.Errorf("redis refused REDIS_URL's credentials or database (fix the URL; waiting cannot): %w", err)
+		}
 		d.log.Warn("redis not reachable at start", "err", err)
 	}
 	return nil
