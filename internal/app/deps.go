@@ -105,7 +105,7 @@ func (d *deps) openRedis(ctx context.Context, tr *telemetry.Tracing) error {
 	d.closers = append(d.closers, d.redisBreaker.Close)                     // before rdb.Close: it probes through rdb
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		if redisconn.IsMisconfigured(err) {
-			return fmt.Errorf("redis refused REDIS_URL's credentials or database (fix the URL; waiting cannot): %w", err)
+			return fmt.Errorf("redis refused REDIS_URL's credentials or database, or REDIS_CLUSTER_ADDRS (fix them; waiting cannot): %w", err)
 		}
 		d.log.Warn("redis not reachable at start", "err", err)
 	}

@@ -13,8 +13,9 @@ import (
 
 // TestRedisStart: a Redis that cannot be reached is ridden out (the
 // service answers from the database meanwhile), but one that answers and
-// refuses REDIS_URL's user, password or database stops the start with an
-// error naming REDIS_URL, as a wrong DATABASE_URL does. It used to log a
+// refuses REDIS_URL's user, password or database (or is no cluster
+// though REDIS_CLUSTER_ADDRS says so) stops the start with an error naming
+// REDIS_URL, as a wrong DATABASE_URL does. It used to log a
 // warning and serve degraded for good.
 func TestRedisStart(t *testing.T) {
 	t.Parallel()
@@ -27,16 +28,17 @@ func TestRedisStart(t *testing.T) {
 	noSuchDB.Path = "/99" // a default server has 16
 	unreachable.Host = "127.0.0.1:1"
 	for _, tc := range []struct {
-		name, url string
-		wantErr   bool
+		name, url, cluster string
+		wantErr            bool
 	}{
-		{"reachable", good.String(), false},
-		{"unreachable", unreachable.String(), false},
-		{"unknown user", wrongUser.String(), true},
-		{"no such database", noSuchDB.String(), true},
+		{"reachable", good.String(), "", false},
+		{"unreachable", unreachable.String(), "", false},
+		{"unknown user", wrongUser.String(), "", true},
+		{"no such database", noSuchDB.String(), "", true},
+		{"cluster seeds on a lone server", good.String(), dbtest.RedisAddr(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := loadConfig(envOf(map[string]string{"REDIS_URL": tc.url}))
+			cfg, err := loadConfig(envOf(map[string]string{"REDIS_URL": tc.url, "REDIS_CLUSTER_ADDRS": tc.cluster}))
 			if err != nil {
 				t.Fatal(err)
 			}
