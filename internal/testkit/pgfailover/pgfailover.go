@@ -96,6 +96,16 @@ func Start(t testing.TB, opts Options) *Pair {
 // returns an error where Start fails the test, and the caller must Close
 // the pair it returns, also with an error (a pair half started).
 func Launch(ctx context.Context, opts Options) (*Pair, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, fmt.Errorf("pgfailover: %w", err)
+	}
+	return launch(ctx, opts, ports)
+}
+
+// launch starts the pair with the primary on ports[0] and the replica on
+// ports[1] (each moves on if its port is taken by then: startNode).
+func launch(ctx context.Context, opts Options, ports []int) (*Pair, error) {
 	pgCtl := Tool().Lookup()
 	if pgCtl == "" {
 		return nil, errors.New("pgfailover: no PostgreSQL server binaries (pg_ctl) under /usr/lib/postgresql/*/bin or on PATH; set PG_CTL")
@@ -112,10 +122,6 @@ func Launch(ctx context.Context, opts Options) (*Pair, error) {
 		return p, fmt.Errorf("pgfailover: %w", err)
 	}
 	if err := chownToServer(dir); err != nil {
-		return p, fmt.Errorf("pgfailover: %w", err)
-	}
-	ports, err := freePorts(2)
-	if err != nil {
 		return p, fmt.Errorf("pgfailover: %w", err)
 	}
 	p.Primary = Node{Port: ports[0], data: filepath.Join(dir, "primary"), log: filepath.Join(dir, "primary.log")}

@@ -2,6 +2,7 @@ package pgfailover
 
 import (
 	"context"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -85,4 +86,35 @@ func count(t *testing.T, ctx context.Context, url string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestStartMovesOffATakenPort: the port chosen for the primary is taken
+// by the time the server binds it (here by a listener this test holds; in
+// CI beside four CPU burners, by another test's outgoing connection). The
+// server moves to another port and the pair starts.
+func TestStartMovesOffATakenPort(t *testing.T) {
+	Tool().Require(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	free, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p, err := launch(ctx, Options{}, []int{taken, free[0]})
+	if p != nil {
+		t.Cleanup(p.Close)
+	}
+	if err != nil {
+		t.Fatalf("launch with the primary's port taken: %v", err)
+	}
+	if p.Primary.Port == taken {
+		t.Fatalf("primary on port %d, which this test holds", taken)
+	}
+	execSQL(t, ctx, p.URL("postgres"), "CREATE TABLE t (id int PRIMARY KEY)")
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,7 @@ fsync = off
 	if err := appendAs(filepath.Join(p.Primary.data, "postgresql.conf"), conf); err != nil {
 		return err
 	}
-	return p.startNode(ctx, p.Primary)
+	return p.startNode(ctx, &p.Primary)
 }
 
 // startReplica clones the primary (pg_basebackup -R writes standby.signal
@@ -54,7 +55,7 @@ func (p *Pair) startReplica(ctx context.Context, opts Options) error {
 	if err := appendAs(filepath.Join(p.Replica.data, "postgresql.conf"), fmt.Sprintf("\nport = %d\n", p.Replica.Port)); err != nil {
 		return err
 	}
-	if err := p.startNode(ctx, p.Replica); err != nil {
+	if err := p.startNode(ctx, &p.Replica); err != nil {
 		return err
 	}
 	conn, err := pgx.Connect(ctx, p.PrimaryURL("postgres"))
@@ -93,11 +94,40 @@ func (p *Pair) startReplica(ctx context.Context, opts Options) error {
 // startNode starts one server with pg_ctl -w (it returns once the server
 // accepts connections). The log file keeps the server off pg_ctl's
 // output, which run waits on.
-func (p *Pair) startNode(ctx context.Context, n Node) error {
-	if out, err := p.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", n.data, "-l", n.log); err != nil {
-		return fmt.Errorf("pg_ctl start %d: %w: %s", n.Port, err, out)
+//
+// The port was free when freePorts chose it, but between that and the
+// server's bind (initdb, a base backup: seconds) another process may take
+// it, often as the source port of an outgoing connection from the tests
+// running beside this one (seen beside four CPU burners). The server then
+// stops with "Address already in use": the node moves to a new free port
+// (the last `port` line of postgresql.conf wins) and starts again.
+func (p *Pair) startNode(ctx context.Context, n *Node) error {
+	for attempt := 1; ; attempt++ {
+		out, err := p.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", n.data, "-l", n.log)
+		if err == nil {
+			return nil
+		}
+		if attempt == portAttempts || !portTaken(n.log) {
+			return fmt.Errorf("pg_ctl start %d: %w: %s", n.Port, err, out)
+		}
+		ports, perr := freePorts(1)
+		if perr != nil {
+			return perr
+		}
+		n.Port = ports[0]
+		if err := appendAs(filepath.Join(n.data, "postgresql.conf"), fmt.Sprintf("\nport = %d\n", n.Port)); err != nil {
+			return err
+		}
 	}
-	return nil
+}
+
+// portAttempts bounds how often a node moves to another port.
+const portAttempts = 3
+
+// portTaken reports whether the server's log says its port was taken.
+func portTaken(log string) bool {
+	b, err := os.ReadFile(log)
+	return err == nil && strings.Contains(string(b), "Address already in use")
 }
 
 // run runs one of the PostgreSQL binaries, as serverUser when this process
