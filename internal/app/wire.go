@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -233,15 +232,4 @@ func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error 
 		}
 		return nil
 	}
-}
-
-func newLogger(w io.Writer, level string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: logLevel(level)}))
-}
-
-// logLevel reads LOG_LEVEL (validated by loadConfig).
-func logLevel(level string) slog.Level {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return l
 }
