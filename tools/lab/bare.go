@@ -24,18 +24,25 @@ import (
 const (
 	bareEnv     = "LAB_BARE_BODY"
 	bareModeEnv = "LAB_BARE_SERVER"
+	bareWaitEnv = "LAB_BARE_WAIT" // a duration: answer as a perfect single-flight of that long (flightWait)
 )
 
 // serveBare starts the lab binary again as the bare handler, answering
 // every GET /products/:id with body under the server mode names, and
 // returns its base URL.
 func serveBare(ctx context.Context, body, mode string) (base string, stop func(), err error) {
+	return serveBareEnv(ctx, body, mode)
+}
+
+// serveBareEnv is serveBare with more of the child's environment (e.g.
+// bareWaitEnv).
+func serveBareEnv(ctx context.Context, body, mode string, env ...string) (base string, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, err
 	}
 	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- the lab re-runs itself
-	cmd.Env = append(os.Environ(), bareEnv+"="+body, bareModeEnv+"="+mode)
+	cmd.Env = append(append(os.Environ(), bareEnv+"="+body, bareModeEnv+"="+mode), env...)
 	// Its stdin closes when the lab exits, however it exits, or calls
 	// stop: the handler then stops (runBare), as the links do.
 	in, err := cmd.StdinPipe()
@@ -61,7 +68,7 @@ func serveBare(ctx context.Context, body, mode string) (base string, stop func()
 // runBare is the bare handler's process: gin with one route and nothing
 // else, on a loopback port it prints, until killed or its stdin closes; mode is bareAsService
 // or barePlain.
-func runBare(body, mode string) error {
+func runBare(body, mode string, wait time.Duration) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -76,7 +83,9 @@ func runBare(body, mode string) error {
 	engine := gin.New()
 	// A burst warms each connection on /healthz before its barrier (Burst).
 	engine.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
+	flight := newFlightWait(wait)
 	engine.GET("/products/:id", func(c *gin.Context) {
+		flight.wait(c.Param("id"))
 		c.Header("X-Cache", "HIT")
 		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 	})

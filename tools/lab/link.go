@@ -40,6 +40,9 @@ type ProxyStats struct {
 	Conns    int64 `json:"conns"`
 	Refused  int64 `json:"refused"`
 	Executes int64 `json:"executes"` // PostgreSQL Execute messages forwarded upstream
+	// LastExecute is when the latest Execute was forwarded upstream, after
+	// the link's delay (Unix ns; 0 before the first): it dates a query.
+	LastExecute int64 `json:"last_execute_unix_ns,omitempty"`
 }
 
 // Attempts is every connection attempt, forwarded or refused.
@@ -47,7 +50,8 @@ func (s ProxyStats) Attempts() int64 { return s.Conns + s.Refused }
 
 // Sub is the difference of two snapshots: what happened in between.
 func (s ProxyStats) Sub(o ProxyStats) ProxyStats {
-	return ProxyStats{Conns: s.Conns - o.Conns, Refused: s.Refused - o.Refused, Executes: s.Executes - o.Executes}
+	return ProxyStats{Conns: s.Conns - o.Conns, Refused: s.Refused - o.Refused, Executes: s.Executes - o.Executes,
+		LastExecute: s.LastExecute}
 }
 
 // NewLink starts a link process forwarding to target. With pg set, it

@@ -33,10 +33,21 @@ type linkHello struct {
 // control endpoint (POST /delay v=duration, POST /down v=bool, GET /stats),
 // until its stdin closes (the lab closed it, or died).
 func runLink(target string, pg bool) error {
-	var executes atomic.Int64
+	var executes, lastExecute atomic.Int64
 	var opts netproxy.Options
 	if pg {
-		opts.Observe = netproxy.CountPGExecutes(&executes)
+		opts.Observe = func() func([]byte) {
+			var mine atomic.Int64 // this link's: another's Execute must not date this one
+			feed := netproxy.CountPGExecutes(&mine)()
+			return func(b []byte) {
+				before := mine.Load()
+				feed(b)
+				if n := mine.Load() - before; n > 0 {
+					executes.Add(n)
+					lastExecute.Store(time.Now().UnixNano())
+				}
+			}
+		}
 	}
 	p, err := netproxy.New(target, opts)
 	if err != nil {
@@ -66,7 +77,7 @@ func runLink(target string, pg bool) error {
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		s := p.Stats()
-		_ = json.NewEncoder(w).Encode(ProxyStats{Conns: s.Conns, Refused: s.Refused, Executes: executes.Load()})
+		_ = json.NewEncoder(w).Encode(ProxyStats{Conns: s.Conns, Refused: s.Refused, Executes: executes.Load(), LastExecute: lastExecute.Load()})
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

@@ -56,8 +56,14 @@ func newClient(perHost int) *http.Client {
 // already open connection of its own (rawconn.go), and all are released
 // together by a barrier.
 func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
+	rs, wall, _ := burstAt(ctx, targets)
+	return rs, wall
+}
+
+// burstAt is Burst that also says when the barrier opened.
+func burstAt(ctx context.Context, targets []Target) ([]Result, time.Duration, time.Time) {
 	if len(targets) == 0 {
-		return nil, 0
+		return nil, 0, time.Time{}
 	}
 	results := make([]Result, len(targets))
 	conns := make([]*rawConn, len(targets))
@@ -115,7 +121,7 @@ func Burst(ctx context.Context, targets []Target) ([]Result, time.Duration) {
 			checkProduct(&results[i], bodies[i])
 		}
 	}
-	return results, wall
+	return results, wall, t0
 }
 
 // Stream sends the targets in order through a fixed number of workers: a

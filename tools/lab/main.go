@@ -110,7 +110,8 @@ func main() {
 func runChild() (child bool, err error) {
 	if body, ok := os.LookupEnv(bareEnv); ok {
 		signal.Ignore(os.Interrupt)
-		if err := runBare(body, os.Getenv(bareModeEnv)); err != nil {
+		wait, _ := time.ParseDuration(os.Getenv(bareWaitEnv)) // unset: 0, answer at once
+		if err := runBare(body, os.Getenv(bareModeEnv), wait); err != nil {
 			return true, fmt.Errorf("bare handler: %w", err)
 		}
 		return true, nil
