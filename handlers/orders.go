@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 
@@ -27,12 +28,17 @@ type Orders struct {
 
 // NewOrders builds the checkout handler; one order may hold at most
 // maxQuantity items (ORDER_MAX_QUANTITY), so one request cannot empty a
-// product. maxQuantity < 1 means DefaultMaxQuantity.
-func NewOrders(store orderStore, maxQuantity int32, log *slog.Logger) *Orders {
-	if maxQuantity < 1 {
-		maxQuantity = DefaultMaxQuantity
+// product. maxQuantity < 1 means DefaultMaxQuantity; above an int32 (the
+// column's type) it is an int32's most, which config never goes past.
+func NewOrders(store orderStore, maxQuantity int, log *slog.Logger) *Orders {
+	q := int32(DefaultMaxQuantity)
+	switch {
+	case maxQuantity > math.MaxInt32:
+		q = math.MaxInt32
+	case maxQuantity >= 1:
+		q = int32(maxQuantity)
 	}
-	return &Orders{store: store, maxQuantity: maxQuantity, errs: newErrorLog(log)}
+	return &Orders{store: store, maxQuantity: q, errs: newErrorLog(log)}
 }
 
 type orderBody struct {

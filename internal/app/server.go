@@ -56,7 +56,7 @@ func newServer(d *deps, m *telemetry.Metrics, publicMetrics http.Handler, trace 
 		engine.Use(countRequests(s.reads))
 	}
 	handlers.Register(engine,
-		handlers.NewProducts(d.products, cfg.HTTPCache, log), handlers.NewOrders(d.orders, int32(cfg.Abuse.OrderMaxQuantity), log),
+		handlers.NewProducts(d.products, cfg.HTTPCache, log), handlers.NewOrders(d.orders, cfg.Abuse.OrderMaxQuantity, log),
 		handlers.NewReports(d.reports, log), health, publicMetrics,
 		routeClasses(cfg, d.rdb, d.mainPool, d.reportsPool, m, log))
 	handlers.RegisterOpenAPI(engine)

@@ -58,7 +58,7 @@ if [ "$annotated" != "$listed" ]; then
 	diff <(echo "$annotated") <(echo "$listed") | grep '^[<>]'
 	status=1
 else
-	echo "gosec: no findings; $(echo "$listed" | grep -c .) accepted false positives, each annotated and in $BASELINE"
+	echo "gosec: the $(echo "$listed" | grep -c .) accepted false positives are each annotated and in $BASELINE"
 fi
 
 echo "govulncheck ($GOVULNCHECK, database $VULNDB)"
