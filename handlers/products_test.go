@@ -19,7 +19,6 @@ import (
 // recordingProducts is a store that answers with one product and records
 // what the handler asked of it.
 type recordingProducts struct {
-	fakeProducts
 	updated  *repo.ProductUpdate
 	created  *repo.NewProduct
 	listArgs [2]int64
