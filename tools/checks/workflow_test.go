@@ -81,7 +81,7 @@ func TestWorkflowRunsMakeTestWithServices(t *testing.T) {
 
 // TestWorkflowInstallsWhatCIRequires: GitHub sets CI=true, which makes the
 // checks of every optional program required, so the workflow installs what
-// .ci/run installs for them, and runs a k6 script and the 3-minute soak. Each row is a word a run
+// .ci/run installs for them, and runs a k6 script, the 3-minute soak and the linters. Each row is a word a run
 // step must contain, and the same for .ci/run ("" where it has no part).
 func TestWorkflowInstallsWhatCIRequires(t *testing.T) {
 	root := repoRoot(t)
@@ -125,6 +125,7 @@ func TestWorkflowInstallsWhatCIRequires(t *testing.T) {
 		{"a browser for the console tests (ubuntu-latest ships google-chrome)", strings.Contains(workflow, "command -v google-chrome"), "--no-install-recommends chromium"},
 		{"a k6 smoke run", strings.Contains(workflow, "make k6"), ""},
 		{"the 3-minute soak", strings.Contains(workflow, "make soak SOAK=3m"), "make soak SOAK=3m"},
+		{"lint (gofmt, go vet, staticcheck)", strings.Contains(workflow, "make lint"), "make lint"},
 	}
 	for _, tt := range tests {
 		if !tt.ok {
