@@ -54,11 +54,12 @@ vet: ## go vet both modules
 # Fuzz the id, ETag, bearer-token and JSON-body parsers, FUZZTIME each (their
 # seed corpora already run as plain tests in `make test`).
 FUZZTIME ?= 10s
-fuzz: ## fuzz the request parsers for FUZZTIME each (default 10s)
+fuzz: ## fuzz the request parsers and the cache entry's decoder for FUZZTIME each (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalInt$$' -fuzztime $(FUZZTIME) ./handlers
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitETags$$' -fuzztime $(FUZZTIME) ./handlers
 	$(GO) test -run '^$$' -fuzz '^FuzzProductBody$$' -fuzztime $(FUZZTIME) ./handlers
 	$(GO) test -run '^$$' -fuzz '^FuzzBearer$$' -fuzztime $(FUZZTIME) ./middleware
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./cache
 
 # gosec (pinned, fetched from the module proxy on first use) over the app,
 # its packages, the client and the examples, against the reviewed baseline of

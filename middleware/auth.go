@@ -152,13 +152,15 @@ func (a *Auth) Identify() gin.HandlerFunc {
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header.
 // The scheme is case-insensitive (RFC 9110 §11.1); the token must be
-// printable ASCII and of a sane length.
+// printable ASCII and of a sane length. Only spaces separate it from the
+// scheme (RFC 9110 §11.4: 1*SP); a tab, CR or other control byte there is a
+// malformed header, refused rather than trimmed away.
 func bearer(h string) (string, bool) {
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
 	}
-	token = strings.TrimSpace(token)
+	token = strings.Trim(token, " ")
 	if token == "" || len(token) > maxKeyLen {
 		return "", false
 	}

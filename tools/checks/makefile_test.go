@@ -45,3 +45,48 @@ func TestMakefileTargetsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestFuzzTargetCoversEveryFuzzer: `make fuzz` runs every Fuzz function in
+// the repository. A fuzzer left out of the recipe runs only its seeds, so
+// what it guards (a parser of untrusted bytes) is never actually fuzzed.
+func TestFuzzTargetCoversEveryFuzzer(t *testing.T) {
+	root := repoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := regexp.MustCompile(`(?m)^fuzz:.*\n((?:\t.*\n)+)`).FindSubmatch(data)
+	if recipe == nil {
+		t.Fatal("Makefile: no fuzz target with a recipe")
+	}
+	runs := map[string]bool{} // "<package dir> <fuzzer>"
+	for _, m := range regexp.MustCompile(`-fuzz '\^(Fuzz\w+)\$\$'.* \./(\S+)`).FindAllSubmatch(recipe[1], -1) {
+		runs[string(m[2])+" "+string(m[1])] = true
+	}
+	fuzzer := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
+	found := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, m := range fuzzer.FindAllSubmatch(src, -1) {
+			found++
+			if !runs[filepath.ToSlash(dir)+" "+string(m[1])] {
+				t.Errorf("%s: %s is not run by `make fuzz` (add: go test -run '^$$' -fuzz '^%s$$' -fuzztime $(FUZZTIME) ./%s)",
+					path, m[1], m[1], filepath.ToSlash(dir))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("no Fuzz function found: the walk is broken")
+	}
+}
