@@ -35,6 +35,11 @@ var errUsage = errors.New(usage)
 // command runs what args ask for: no argument serves HTTP (run); the
 // others are one-shot jobs on DATABASE_URL that return when done.
 func command(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return withCreateDBHint(dispatch(ctx, args, getenv, stdout))
+}
+
+// dispatch is command without the hint.
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return run(ctx, getenv, stdout)
 	}

@@ -51,6 +51,18 @@ func createDB(ctx context.Context, getenv func(string) string, stdout io.Writer)
 	return err
 }
 
+// withCreateDBHint adds the way out to an error that says the database
+// DATABASE_URL names does not exist (SQLSTATE 3D000): on a fresh server
+// that is the first error a newcomer running the binary by hand meets,
+// since the app never connects to the maintenance database on its own.
+func withCreateDBHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "3D000" { // invalid_catalog_name
+		return fmt.Errorf("%w\nthe database does not exist yet: `api createdb` creates it (`make run` does so first)", err)
+	}
+	return err
+}
+
 // describeDB names a database URL's database and server, never its
 // password: `database "stampede" on 127.0.0.1:5432`.
 func describeDB(raw string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -206,3 +207,40 @@ func TestStartNeedsTheSigningKey(t *testing.T) {
 // newestTable is created by the newest migration (00004_cache_signing_key.sql): the
 // one `migrate down` removes.
 const newestTable = "cache_signing_key"
+
+// TestMissingDatabaseSaysCreateDB: a command or the service started on a
+// database that does not exist fails with PostgreSQL's error and the
+// command that creates it; any other failure carries no such hint.
+func TestMissingDatabaseSaysCreateDB(t *testing.T) {
+	u, err := url.Parse(dbtest.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/no_such_db_" + dbtest.Unique()
+	missing := u.String()
+	for _, tc := range []struct {
+		name string
+		url  string
+		args []string
+		hint bool
+	}{
+		{"serve", missing, nil, true},
+		{"migrate status", missing, []string{"migrate", "status"}, true},
+		{"seed", missing, []string{"seed"}, true},
+		{"server down", "postgres://postgres@127.0.0.1:1/none?connect_timeout=1", []string{"migrate", "status"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			env := map[string]string{"DATABASE_URL": tc.url, "REDIS_URL": dbtest.RedisURL(), "HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "off"}
+			var out bytes.Buffer
+			err := command(ctx, tc.args, func(k string) string { return env[k] }, &out)
+			if err == nil {
+				t.Fatalf("api %v on %s: no error", tc.args, tc.url)
+			}
+			if got := strings.Contains(err.Error(), "`api createdb` creates it"); got != tc.hint {
+				t.Errorf("api %v: hint %v, want %v: %v", tc.args, got, tc.hint, err)
+			}
+		})
+	}
+}
