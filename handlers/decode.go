@@ -171,13 +171,18 @@ func canonicalInt(s string) (int64, bool) {
 }
 
 // queryInt parses an optional integer query parameter within [lo, hi]
-// (lo ≥ 0), in canonical form.
+// (lo ≥ 0), in canonical form, given once: `?limit=5&limit=100` is as
+// ambiguous as a JSON body with a key twice (a proxy or cache in front may
+// read the other one), so it is refused rather than half-read.
 func queryInt(c *gin.Context, name string, def, lo, hi int64) (int64, error) {
-	v, ok := c.GetQuery(name)
+	vs, ok := c.GetQueryArray(name)
 	if !ok {
 		return def, nil
 	}
-	n, ok := canonicalInt(v)
+	if len(vs) > 1 {
+		return 0, badRequest(fmt.Sprintf("%s given %d times; give it once", name, len(vs)))
+	}
+	n, ok := canonicalInt(vs[0])
 	if !ok || n < lo || n > hi {
 		return 0, badRequest(fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi))
 	}

@@ -230,6 +230,9 @@ func TestCanonicalIDs(t *testing.T) {
 		{"/products?limit=05", http.StatusBadRequest},
 		{"/products?after=+3", http.StatusBadRequest},
 		{"/products?after=0", http.StatusOK},
+		{"/products?limit=5&limit=6", http.StatusBadRequest}, // which one? neither
+		{"/products?after=3&limit=5&after=3", http.StatusBadRequest},
+		{"/reports/top-products?days=7&days=30", http.StatusBadRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
