@@ -2,6 +2,7 @@ package rediscluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -115,6 +116,13 @@ type mainWithCluster struct{ m TestingM }
 func Main(m TestingM) TestingM { return mainWithCluster{m} }
 
 func (w mainWithCluster) Run() int {
+	if fuzzWorker() {
+		// A fuzz worker runs one Fuzz function, which needs no cluster; and
+		// it could not get one: the coordinator holds the cluster's lock
+		// shared for the whole run, so Ensure's exclusive lock would wait
+		// until -fuzztime ran out, and nothing would be fuzzed.
+		return w.m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	release, err := Ensure(ctx, Addrs())
 	cancel()
@@ -124,6 +132,16 @@ func (w mainWithCluster) Run() int {
 	}
 	defer release()
 	return w.m.Run()
+}
+
+// fuzzWorker reports whether this test binary is a worker process that
+// `go test -fuzz` started (it passes -test.fuzzworker).
+func fuzzWorker() bool {
+	if !flag.Parsed() {
+		flag.Parse() // TestMain's to do before reading flags; m.Run skips it then
+	}
+	f := flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() == "true"
 }
 
 // NewClient returns a cluster client on Addrs, closed when the test ends.
