@@ -1,11 +1,14 @@
 package checks
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMakefileTargetsDocumented: every target has a `## comment` (the line
@@ -89,4 +92,30 @@ func TestFuzzTargetCoversEveryFuzzer(t *testing.T) {
 	if found == 0 {
 		t.Fatal("no Fuzz function found: the walk is broken")
 	}
+}
+
+// TestFuzzWorkersRun: a fuzzer whose package's TestMain starts the shared
+// test Redis Cluster (cache) still fuzzes. Its workers once waited for the
+// cluster's lock, which the coordinator holds, until -fuzztime ran out:
+// `make fuzz` passed having run 0 inputs. With a count of inputs instead of
+// a time, such a wait never ends, so the deadline here fails it.
+func TestFuzzWorkersRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-fuzz", "^FuzzOpen$", "-fuzztime", "200x", "./cache")
+	cmd.Dir = repoRoot(t)
+	cmd.WaitDelay = 5 * time.Second // the workers share its output pipes
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("FuzzOpen ran no inputs in 4 min (its workers wait for something):\n%s", lastLines(out, 5))
+	}
+	if err != nil {
+		t.Fatalf("go test -fuzz FuzzOpen: %v\n%s", err, lastLines(out, 20))
+	}
+}
+
+// lastLines is the end of a command's output, for a failure message.
+func lastLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
