@@ -57,7 +57,7 @@ func TestTrackingSilentConnection(t *testing.T) {
 	if !dbtest.Eventually(15*time.Second, func() bool {
 		warm(t, key, c)
 		began := time.Now()
-		if err := plain.Set(ctx, key, "x", 0).Err(); err != nil {
+		if err := plain.Set(ctx, key, "x", time.Minute).Err(); err != nil {
 			t.Fatalf("SET: %v", err)
 		}
 		return dbtest.Eventually(trackingBound, func() bool { return !inL1(c, key) }) && time.Since(began) <= trackingBound

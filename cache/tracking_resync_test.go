@@ -61,7 +61,7 @@ func TestTrackingResyncs(t *testing.T) {
 		}
 		warm(t, key, c)
 		t0 = time.Now()
-		if err := admin.Set(ctx, key, "x", 0).Err(); err != nil {
+		if err := admin.Set(ctx, key, "x", time.Minute).Err(); err != nil {
 			t.Fatalf("%s: SET: %v", tc.name, err)
 		}
 		took = evictedWithin(t, trackingBound, t0, key, c)

@@ -146,7 +146,7 @@ func rawSet(key string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	t0 := time.Now()
-	return t0, ask("+OK", "SET", key, "x")
+	return t0, ask("+OK", "SET", key, "x", "PX", "60000") // expires: a test leaves nothing behind
 }
 
 // TestTrackingEvictsOnExternalWrite: a write by a client that is no Cache
@@ -160,7 +160,7 @@ func TestTrackingEvictsOnExternalWrite(t *testing.T) {
 		set  func(key string) (began time.Time, err error)
 	}{
 		{"go-redis client", func(key string) (time.Time, error) {
-			return time.Now(), plain.Set(ctx, key, "x", 0).Err()
+			return time.Now(), plain.Set(ctx, key, "x", time.Minute).Err()
 		}},
 		{"raw RESP connection", rawSet},
 	}
@@ -199,7 +199,7 @@ func TestTrackingCopyKeyEvictsBase(t *testing.T) {
 	key := prefix + "{p:1}"
 	warm(t, key, c)
 	t0 := time.Now()
-	if err := plain.Set(ctx, copyKey(key, 2), "x", 0).Err(); err != nil {
+	if err := plain.Set(ctx, copyKey(key, 2), "x", time.Minute).Err(); err != nil {
 		t.Fatalf("SET copy: %v", err)
 	}
 	took := evictedWithin(t, trackingBound, t0, key, c)
