@@ -2,7 +2,6 @@ package rediscluster
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -60,21 +59,9 @@ func Ensure(ctx context.Context, addrs []string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: %w", err)
 	}
-	if err := flock(ctx, f, syscall.LOCK_EX); err != nil {
+	if err := join(ctx, f, dir, addrs); err != nil {
 		f.Close()
 		return nil, err
-	}
-	if Healthy(ctx, addrs) != nil {
-		if err := Start(ctx, dir, addrs); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	// Converting to a shared lock lets other test binaries in while this
-	// one still counts as a user.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("rediscluster: flock: %w", err)
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
@@ -90,11 +77,32 @@ func Ensure(ctx context.Context, addrs []string) (release func(), err error) {
 	}, nil
 }
 
-// flock takes how on f, polling so ctx bounds the wait.
-func flock(ctx context.Context, f *os.File, how int) error {
+// join leaves f locked shared with a healthy cluster on addrs. A cluster
+// that is up is joined at once, beside every other user: waiting for an
+// exclusive lock while it runs would wait for every other test binary (and
+// for a fuzzing coordinator, which holds its lock the whole run) to end.
+// Only a cluster that is down takes the exclusive lock, so one process
+// starts it; the others keep trying to join meanwhile.
+func join(ctx context.Context, f *os.File, dir string, addrs []string) error {
+	fd := int(f.Fd())
 	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
+		if syscall.Flock(fd, syscall.LOCK_SH|syscall.LOCK_NB) == nil {
+			if Healthy(ctx, addrs) == nil {
+				return nil
+			}
+			_ = syscall.Flock(fd, syscall.LOCK_UN)
+		}
+		if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			if Healthy(ctx, addrs) != nil {
+				if err := Start(ctx, dir, addrs); err != nil {
+					return err
+				}
+			}
+			// Converting to a shared lock lets other test binaries in
+			// while this one still counts as a user.
+			if err := syscall.Flock(fd, syscall.LOCK_SH); err != nil {
+				return fmt.Errorf("rediscluster: flock: %w", err)
+			}
 			return nil
 		}
 		select {
@@ -116,13 +124,6 @@ type mainWithCluster struct{ m TestingM }
 func Main(m TestingM) TestingM { return mainWithCluster{m} }
 
 func (w mainWithCluster) Run() int {
-	if fuzzWorker() {
-		// A fuzz worker runs one Fuzz function, which needs no cluster; and
-		// it could not get one: the coordinator holds the cluster's lock
-		// shared for the whole run, so Ensure's exclusive lock would wait
-		// until -fuzztime ran out, and nothing would be fuzzed.
-		return w.m.Run()
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	release, err := Ensure(ctx, Addrs())
 	cancel()
@@ -132,16 +133,6 @@ func (w mainWithCluster) Run() int {
 	}
 	defer release()
 	return w.m.Run()
-}
-
-// fuzzWorker reports whether this test binary is a worker process that
-// `go test -fuzz` started (it passes -test.fuzzworker).
-func fuzzWorker() bool {
-	if !flag.Parsed() {
-		flag.Parse() // TestMain's to do before reading flags; m.Run skips it then
-	}
-	f := flag.Lookup("test.fuzzworker")
-	return f != nil && f.Value.String() == "true"
 }
 
 // NewClient returns a cluster client on Addrs, closed when the test ends.
