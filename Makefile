@@ -51,8 +51,9 @@ vet: ## go vet both modules
 	$(GO) vet ./...
 	cd tools/checks && $(GO) vet ./...
 
-# Fuzz the id, ETag, bearer-token and JSON-body parsers, FUZZTIME each (their
-# seed corpora already run as plain tests in `make test`).
+# Fuzz the id, ETag, bearer-token and JSON-body parsers and the cache entry's
+# decoder, FUZZTIME each (their seed corpora already run as plain tests in
+# `make test`).
 FUZZTIME ?= 10s
 fuzz: ## fuzz the request parsers and the cache entry's decoder for FUZZTIME each (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalInt$$' -fuzztime $(FUZZTIME) ./handlers
