@@ -61,7 +61,8 @@ func (c *Cache) bounds(key string, e Entry) (soft, hard time.Duration) {
 // refused counts an entry a read did not accept, by why, and logs it once
 // per key until the key is written again.
 func (c *Cache) refused(key string, size int, err error) {
-	msg, hint := "cache: ignoring corrupt value", ""
+	msg := "cache: ignoring corrupt value"
+	var hint []any
 	switch {
 	case errors.Is(err, errReplay):
 		c.stats.replays.Add(1)
@@ -69,18 +70,13 @@ func (c *Cache) refused(key string, size int, err error) {
 	case errors.Is(err, errOutOfBounds):
 		c.stats.outOfBounds.Add(1)
 		msg = "cache: ignoring an entry with an out-of-bounds lifetime"
-		// Most often not tampering: an instance with longer TTLs (a
-		// rolling change of CACHE_TTL, CACHE_SOFT_TTL or CACHE_MODE) or a
-		// clock more than a minute off wrote it (docs/operations.md).
-		hint = "written with longer TTLs than this instance's, or by a clock more than a minute off?"
+		// Most often not tampering (docs/operations.md).
+		hint = []any{"hint", "written with longer TTLs than this instance's (a rolling change of CACHE_TTL, " +
+			"CACHE_SOFT_TTL or CACHE_MODE), or by a clock more than a minute off?"}
 	default:
 		c.stats.corrupt.Add(1)
 	}
 	if _, seen := c.corrupt.LoadOrStore(key, struct{}{}); !seen {
-		if hint != "" {
-			c.log.Warn(msg, "key", key, "bytes", size, "err", err, "hint", hint)
-			return
-		}
-		c.log.Warn(msg, "key", key, "bytes", size, "err", err)
+		c.log.Warn(msg, append([]any{"key", key, "bytes", size, "err", err}, hint...)...)
 	}
 }
