@@ -69,15 +69,21 @@ func TestBreakerExcludesCallerErrors(t *testing.T) {
 		want    error
 		outage  bool
 		context string
+		full    bool // every connection taken: the cap of 0 refuses
 	}{
-		{context.Background(), nil, true, "outage"},
-		{context.Background(), nil, true, "outage"},
-		{cancelled, context.Canceled, false, "cancelled"},
-		{shed, db.ErrSaturated, false, "shed"},
-		{context.Background(), nil, true, "outage"},
+		{context.Background(), nil, true, "outage", false},
+		{context.Background(), nil, true, "outage", false},
+		{cancelled, context.Canceled, false, "cancelled", false},
+		{shed, db.ErrSaturated, false, "shed", true},
+		{context.Background(), nil, true, "outage", false},
 	}
 	for i, c := range calls {
+		release := func() {}
+		if c.full {
+			release = pool.Occupy()
+		}
 		err := selectOne(c.ctx, pool)
+		release()
 		if c.outage && !db.IsOutage(err) || !c.outage && !errors.Is(err, c.want) {
 			t.Fatalf("call %d (%s): got %v", i, c.context, err)
 		}

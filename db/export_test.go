@@ -14,3 +14,18 @@ func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return p.ac
 // Reset closes every connection the pool keeps, so that the next statement
 // must dial.
 func (p *Pool) Reset() { p.pool.Reset() }
+
+// Occupy takes every slot of the gate, as callers holding all connections
+// would, without touching the database (a test with the link cut cannot
+// hold real ones); the returned func hands them back.
+func (p *Pool) Occupy() (release func()) {
+	p.gate.mu.Lock()
+	n := p.gate.free
+	p.gate.free = 0
+	p.gate.mu.Unlock()
+	return func() {
+		for range n {
+			p.gate.release()
+		}
+	}
+}

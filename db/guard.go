@@ -102,20 +102,18 @@ func (p *Pool) admit(ctx context.Context) (func(), error) {
 }
 
 // acquire takes a connection, waiting at most the acquire timeout: the
-// step of With after the gate. The wait is counted in Waiting. A request
-// whose class allows a shorter queue than the current one (see Class) is
-// refused at once with a RefusedError; a saturated pool
-// yields ErrAcquireTimeout; a caller whose own context ends yields its
+// step of With after the gate. The wait is counted in Waiting. A saturated
+// pool yields ErrAcquireTimeout; a caller whose own context ends yields its
 // context error.
+//
+// It does not judge the caller's queue cap (Class) again: the gate has
+// already given it one of the pool's MaxConns slots, so what it may wait
+// for here is a dial or a readiness ping, not a queue. A second cap
+// counting every caller in this step refused callers that held a slot
+// whenever a few arrived together, and every caller under a cap of 0.
 func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	// Join the queue first, then check: checking first lets a burst of
-	// callers all pass the check at once and overshoot the limit.
-	n := p.waiting.Add(1)
+	p.waiting.Add(1)
 	defer p.waiting.Add(-1)
-	if limit, ok := maxWaiting(ctx); ok && n > limit {
-		p.shed.Add(1)
-		return nil, &RefusedError{Pool: p.cfg.Name, Reason: ErrSaturated, RetryAfter: p.DrainEstimate()}
-	}
 
 	actx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
 	defer cancel()

@@ -20,9 +20,14 @@ type Queue interface {
 // for low-value work, larger for checkout, so the low class is shed first.
 // The pool itself refuses a request at the moment it would queue past its
 // class's cap (db.Class), which is all a class of mostly cached reads needs.
+//
+// A cap of 0 ("never queue") leaves the door open: the queue it could
+// compare is empty by definition, and callers being handed a connection
+// count in Waiting for an instant, so the door would refuse requests that
+// would not have waited. The pool refuses exactly those that would.
 func Shed(q Queue, maxWaiting int64, onShed func(*gin.Context)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if q.Waiting() >= maxWaiting {
+		if maxWaiting > 0 && q.Waiting() >= maxWaiting {
 			if onShed != nil {
 				onShed(c)
 			}

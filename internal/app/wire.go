@@ -89,8 +89,9 @@ type routeClass struct {
 }
 
 // classTable is the API's priority classes. Low-value reports are shed at
-// a quarter of the queue that normal reads may join, checkout and writes
-// only at twice it.
+// a quarter of the queue that normal reads may join (at least 1, never
+// more than it), checkout and writes only at twice it. SHED_MAX_WAITING=0
+// lets no class queue.
 func classTable(cfg config.Config, classes *handlers.Classes, mainPool, reportsPool *db.Pool) []routeClass {
 	limit := int64(cfg.ShedMaxWaiting)
 	// Bodies are read whole before shedding and the concurrency limit, so
@@ -106,7 +107,7 @@ func classTable(cfg config.Config, classes *handlers.Classes, mainPool, reportsP
 		{slot: &classes.Normal, name: "normal", priority: db.Normal, pool: mainPool,
 			maxWaiting: limit, shedAtDoor: false, concurrency: cfg.LimitNormal},
 		{slot: &classes.Low, name: "low", priority: db.Low, pool: reportsPool,
-			maxWaiting: max(1, limit/4), shedAtDoor: true, concurrency: cfg.LimitLow},
+			maxWaiting: min(limit, max(1, limit/4)), shedAtDoor: true, concurrency: cfg.LimitLow},
 	}
 }
 

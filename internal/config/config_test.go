@@ -53,6 +53,7 @@ var configErrorCases = []struct {
 	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
 	{"key rate limit not a rate", map[string]string{"RATE_LIMIT_KEY": "plenty"}, "RATE_LIMIT_KEY", "plenty"},
 	{"unknown-id lookups zero", map[string]string{"UNKNOWN_ID_LOOKUPS": "0"}, "UNKNOWN_ID_LOOKUPS", `"0"`},
+	{"queue cap negative", map[string]string{"SHED_MAX_WAITING": "-1"}, "SHED_MAX_WAITING", `"-1"`},
 	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
 	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
 	// A key is a secret: the error names the rule, never the value.
@@ -114,6 +115,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"RATE_LIMIT_KEY", c.RateLimitKey, "1000-S"},
 		{"UNKNOWN_ID_FILTER", c.UnknownIDFilter, true},
 		{"UNKNOWN_ID_LOOKUPS", c.UnknownIDLookups, 20},
+		{"SHED_MAX_WAITING", c.ShedMaxWaiting, 20},
 	}
 	if c, err := Load(envOf(map[string]string{"REQUEST_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "300ms", "DB_STATEMENT_TIMEOUT": "500ms", "LOCK_WAIT": "500ms"})); err != nil || c.BodyReadTimeout != 500*time.Millisecond {
 		t.Errorf("REQUEST_TIMEOUT=1s: got body read timeout %v (%v), want 500ms", c.BodyReadTimeout, err)
@@ -128,6 +130,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	if c, err := Load(envOf(map[string]string{"L1_TTL": "0", "HOT_KEYS": " 1, 42 "})); err != nil || c.L1TTL != 0 || len(c.WarmKeys) != 2 {
 		t.Errorf("L1_TTL=0, HOT_KEYS=\" 1, 42 \": got L1 %v, hot keys %v, err %v; want 0, [1 42], nil", c.L1TTL, c.WarmKeys, err)
+	}
+	if c, err := Load(envOf(map[string]string{"SHED_MAX_WAITING": "0"})); err != nil || c.ShedMaxWaiting != 0 {
+		t.Errorf("SHED_MAX_WAITING=0 (never queue): got %v, %v; want 0, nil", c.ShedMaxWaiting, err)
 	}
 }
 

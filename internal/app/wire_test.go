@@ -1,0 +1,36 @@
+package app
+
+import (
+	"testing"
+
+	"github.com/stampede-guard/api/handlers"
+	"github.com/stampede-guard/api/internal/config"
+)
+
+// TestClassTableCaps: the queue each route class may join follows
+// SHED_MAX_WAITING, and reports are never allowed a longer queue than
+// reads (they are shed first): a cap of 0 lets no class queue, where the
+// reports' floor of 1 once let them queue while reads could not.
+func TestClassTableCaps(t *testing.T) {
+	tests := []struct {
+		shed                  int
+		critical, normal, low int64
+	}{
+		{0, 0, 0, 0},
+		{1, 2, 1, 1},
+		{3, 6, 3, 1},
+		{20, 40, 20, 5},
+	}
+	for _, tc := range tests {
+		got := map[string]int64{}
+		for _, rc := range classTable(config.Config{ShedMaxWaiting: tc.shed}, &handlers.Classes{}, nil, nil) {
+			got[rc.name] = rc.maxWaiting
+		}
+		want := map[string]int64{"critical": tc.critical, "normal": tc.normal, "low": tc.low}
+		for name, w := range want {
+			if got[name] != w {
+				t.Errorf("SHED_MAX_WAITING=%d: %s may queue %d, want %d", tc.shed, name, got[name], w)
+			}
+		}
+	}
+}
