@@ -7,9 +7,10 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Queue is a connection pool's wait queue as the shedder sees it.
+// Queue is a connection pool's wait queue as the shedder sees it: Queued
+// counts the callers waiting for a place, not those being handed one.
 type Queue interface {
-	Waiting() int64
+	Queued() int64
 	DrainEstimate() time.Duration
 }
 
@@ -21,13 +22,12 @@ type Queue interface {
 // The pool itself refuses a request at the moment it would queue past its
 // class's cap (db.Class), which is all a class of mostly cached reads needs.
 //
-// A cap of 0 ("never queue") leaves the door open: the queue it could
-// compare is empty by definition, and callers being handed a connection
-// count in Waiting for an instant, so the door would refuse requests that
-// would not have waited. The pool refuses exactly those that would.
+// A cap of 0 ("never queue") leaves the door open: every queue holds 0 or
+// more, so the door would refuse every request, even on an idle pool. The
+// pool refuses exactly the callers that would have to wait.
 func Shed(q Queue, maxWaiting int64, onShed func(*gin.Context)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if maxWaiting > 0 && q.Waiting() >= maxWaiting {
+		if maxWaiting > 0 && q.Queued() >= maxWaiting {
 			if onShed != nil {
 				onShed(c)
 			}

@@ -32,7 +32,7 @@ type fakeQueue struct {
 	drain   time.Duration
 }
 
-func (q *fakeQueue) Waiting() int64               { return q.waiting.Load() }
+func (q *fakeQueue) Queued() int64                { return q.waiting.Load() }
 func (q *fakeQueue) DrainEstimate() time.Duration { return q.drain }
 
 func serve(e http.Handler) *httptest.ResponseRecorder {
@@ -45,15 +45,20 @@ func TestShed(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	cases := []struct {
 		name           string
+		maxWaiting     int64
 		waiting        int64
 		drain          time.Duration
 		wantStatus     int
 		wantRetryAfter string
 	}{
-		{"under the threshold passes", 3, time.Second, 200, ""},
-		{"at the threshold is shed", 4, 1500 * time.Millisecond, 503, "2"},
-		{"far above is shed", 40, 3 * time.Second, 503, "3"},
-		{"sub-second drain rounds up to 1", 4, 10 * time.Millisecond, 503, "1"},
+		{"under the threshold passes", 4, 3, time.Second, 200, ""},
+		{"at the threshold is shed", 4, 4, 1500 * time.Millisecond, 503, "2"},
+		{"far above is shed", 4, 40, 3 * time.Second, 503, "3"},
+		{"sub-second drain rounds up to 1", 4, 4, 10 * time.Millisecond, 503, "1"},
+		// A cap of 0 leaves the door to the pool, which refuses exactly
+		// the callers that would wait: the door would refuse them all.
+		{"a cap of 0 leaves the door open", 0, 0, time.Second, 200, ""},
+		{"a cap of 0 with a queue leaves it to the pool", 0, 3, time.Second, 200, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +66,7 @@ func TestShed(t *testing.T) {
 			q.waiting.Store(tc.waiting)
 			var shed, handled atomic.Int64
 			e := gin.New()
-			e.Use(middleware.Shed(q, 4, func(*gin.Context) { shed.Add(1) }))
+			e.Use(middleware.Shed(q, tc.maxWaiting, func(*gin.Context) { shed.Add(1) }))
 			e.GET("/", func(c *gin.Context) {
 				handled.Add(1)
 				c.Status(http.StatusOK)
