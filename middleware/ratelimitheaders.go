@@ -15,10 +15,12 @@ import (
 // The limits are known when the middleware is built, so they are formatted
 // once; the reset and the remaining count differ from client to client
 // (each client's window starts with its first request), so their text is
-// carved from slabs shared by many requests.
+// carved from slabs shared by many requests, and a reset that repeats (a
+// hot client's, for its whole window) is handed out again.
 type rateHeaders struct {
 	limits  []formatted // one per limiter of the middleware
 	numbers valueSlabs
+	resets  recentValue
 }
 
 // formatted is a number and its header value.
@@ -46,7 +48,7 @@ func newRateHeaders(ls ...*limiter.Limiter) *rateHeaders {
 func (r *rateHeaders) set(h http.Header, lctx limiter.Context) {
 	h["X-Ratelimit-Limit"] = r.limit(lctx.Limit)
 	h["X-Ratelimit-Remaining"] = r.numbers.value(lctx.Remaining)
-	h["X-Ratelimit-Reset"] = r.numbers.value(lctx.Reset)
+	h["X-Ratelimit-Reset"] = r.resets.value(lctx.Reset)
 }
 
 func (r *rateHeaders) limit(n int64) []string {
@@ -72,28 +74,80 @@ type valueSlabs struct {
 const (
 	slabValues = 128
 	maxDigits  = len("-9223372036854775808")
+	// cacheLine is the span that keeps a hot word off others' cache line:
+	// 128 bytes, since x86 fetches lines in adjacent pairs.
+	cacheLine = 128
 )
 
 type valueSlab struct {
 	next atomic.Int64
+	// The counter has a cache line of its own: every claim takes it, and
+	// on the line of the first values it made their writers and readers
+	// wait for each claim.
+	_    [cacheLine - 8]byte
 	text [slabValues * maxDigits]byte
-	vals [slabValues]string
+	vals [slabValues]slabValue
+}
+
+// slabValue is a header value and the number it spells.
+type slabValue struct {
+	s string
+	n int64
 }
 
 // value returns n as a header value (a slice of capacity 1, like the
 // limits').
 func (p *valueSlabs) value(n int64) []string {
+	return p.entry(n).header()
+}
+
+// entry writes n into a fresh slot and returns it.
+func (p *valueSlabs) entry(n int64) *slabValue {
 	for {
 		s := p.cur.Load()
-		if s != nil {
-			if i := s.next.Add(1) - 1; i < slabValues {
-				slot := s.text[i*int64(maxDigits) : i*int64(maxDigits) : (i+1)*int64(maxDigits)]
-				text := strconv.AppendInt(slot, n, 10) // fits its slot: never moves
-				// #nosec G103 -- the slot is written once, by this request only, before its string exists, and never again
-				s.vals[i] = unsafe.String(unsafe.SliceData(text), len(text))
-				return s.vals[i : i+1 : i+1]
-			}
+		if s == nil {
+			p.cur.CompareAndSwap(nil, &valueSlab{})
+			continue
 		}
-		p.cur.CompareAndSwap(s, &valueSlab{}) // spent out: the next slab
+		i := s.next.Add(1) - 1
+		if i < slabValues {
+			slot := s.text[i*int64(maxDigits) : i*int64(maxDigits) : (i+1)*int64(maxDigits)]
+			text := strconv.AppendInt(slot, n, 10) // fits its slot: never moves
+			// #nosec G103 -- the slot is written once, by this request only, before its string exists, and never again
+			s.vals[i] = slabValue{s: unsafe.String(unsafe.SliceData(text), len(text)), n: n}
+			return &s.vals[i]
+		}
+		if i == slabValues {
+			// The first request past the end makes the next slab; the
+			// others try again once it is there. (Each making one, on
+			// two busy cores, allocated two slabs for every one used.)
+			p.cur.Store(&valueSlab{})
+		}
 	}
+}
+
+// header is the value as a header's []string of length and capacity 1:
+// an Add to it copies, never writes into the slab.
+func (v *slabValue) header() []string { return unsafe.Slice(&v.s, 1) }
+
+// recentValue is valueSlabs for a number that repeats: the reset of a hot
+// client's window is the same on every request of the window, so the last
+// value written is handed out again. Requests then only read the value's
+// cache line, where each claim of a slot took the slab counter's line from
+// the other core. Clients whose windows end at different seconds, taking
+// turns, miss every time; a miss costs one store more than a slot alone
+// (about 60 ns with 50 resets taking turns on two cores, where a hit saves
+// about 95), and allocates nothing either.
+type recentValue struct {
+	last  atomic.Pointer[slabValue] // the last value written, in slabs
+	slabs valueSlabs
+}
+
+func (r *recentValue) value(n int64) []string {
+	if l := r.last.Load(); l != nil && l.n == n {
+		return l.header()
+	}
+	v := r.slabs.entry(n)
+	r.last.Store(v)
+	return v.header()
 }
