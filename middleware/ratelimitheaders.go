@@ -128,7 +128,9 @@ func (p *valueSlabs) entry(n int64) *slabValue {
 
 // header is the value as a header's []string of length and capacity 1:
 // an Add to it copies, never writes into the slab.
-func (v *slabValue) header() []string { return unsafe.Slice(&v.s, 1) }
+func (v *slabValue) header() []string {
+	return unsafe.Slice(&v.s, 1) // #nosec G103 -- one string of the slab, immutable once its slot is written
+}
 
 // recentValue is valueSlabs for a number that repeats: the reset of a hot
 // client's window is the same on every request of the window, so the last
