@@ -129,7 +129,7 @@ func Load(getenv func(string) string) (Config, error) {
 		RateLimit:         p.str("RATE_LIMIT", "100-S"),
 		RateLimitLease:    p.fraction("RATE_LIMIT_LEASE", 0.01, 0.2),
 		TrustedProxies:    p.cidrs("TRUSTED_PROXIES"),
-		ShedMaxWaiting:    p.nonNegative("SHED_MAX_WAITING", 20),
+		ShedMaxWaiting:    p.atMost("SHED_MAX_WAITING", p.nonNegative("SHED_MAX_WAITING", 20), math.MaxInt32),
 		Admission:         db.Admission(p.oneOf("ADMISSION", string(db.AdmitDeadline), string(db.AdmitDeadline), string(db.AdmitQueue))),
 		LimitCritical:     p.positive("CONCURRENCY_CRITICAL", 256),
 		LimitNormal:       p.positive("CONCURRENCY_NORMAL", 1024),

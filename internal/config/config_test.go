@@ -54,6 +54,9 @@ var configErrorCases = []struct {
 	{"key rate limit not a rate", map[string]string{"RATE_LIMIT_KEY": "plenty"}, "RATE_LIMIT_KEY", "plenty"},
 	{"unknown-id lookups zero", map[string]string{"UNKNOWN_ID_LOOKUPS": "0"}, "UNKNOWN_ID_LOOKUPS", `"0"`},
 	{"queue cap negative", map[string]string{"SHED_MAX_WAITING": "-1"}, "SHED_MAX_WAITING", `"-1"`},
+	// Checkout's cap is twice it: a value near the int64 limit wrapped
+	// into a negative cap that refused every order.
+	{"queue cap huge", map[string]string{"SHED_MAX_WAITING": "9223372036854775807"}, "SHED_MAX_WAITING", "9223372036854775807"},
 	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
 	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
 	// A key is a secret: the error names the rule, never the value.
