@@ -12,6 +12,12 @@ import (
 // slotCount is the number of Redis Cluster hash slots.
 const slotCount = 16384
 
+// MaxCopies is the most copies a key may have (Config.Copies): one per
+// Redis Cluster slot. More cannot land in ranges of their own, and the
+// search for their numbers (copyNumbers) would not end: at 100 000 copies
+// a start never finished.
+const MaxCopies = slotCount
+
 // keySlot is the Redis Cluster slot of key: CRC16 (XMODEM) of its hash tag
 // (between the first '{' and the next '}') when non-empty, else of the
 // whole key, modulo 16384. Copies need it to pick their slots.

@@ -57,6 +57,11 @@ var configErrorCases = []struct {
 	// Checkout's cap is twice it: a value near the int64 limit wrapped
 	// into a negative cap that refused every order.
 	{"queue cap huge", map[string]string{"SHED_MAX_WAITING": "9223372036854775807"}, "SHED_MAX_WAITING", "9223372036854775807"},
+	// More copies than Redis Cluster slots: their search never ended.
+	{"copies beyond the slots", map[string]string{"HOT_KEY_COPIES": "16385"}, "HOT_KEY_COPIES", "16385"},
+	// Pool sizing multiplies and adds them: huge values wrapped around.
+	{"instances huge", map[string]string{"EXPECTED_INSTANCES": "9223372036854775807"}, "EXPECTED_INSTANCES", "9223372036854775807"},
+	{"headroom huge", map[string]string{"DB_CONNS_HEADROOM": "9223372036854775807"}, "DB_CONNS_HEADROOM", "9223372036854775807"},
 	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
 	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
 	// A key is a secret: the error names the rule, never the value.
