@@ -70,9 +70,21 @@ func readBudget(p *envParser) timeBudget {
 	b.LockWait = p.duration("LOCK_WAIT", 0)
 	b.Write = p.duration("HTTP_WRITE_TIMEOUT", 0)
 	b.Body = p.duration("BODY_READ_TIMEOUT", 0)
+	for i, d := range []*time.Duration{&b.Request, &b.Acquire, &b.Statement, &b.LockTTL, &b.LockWait, &b.Write, &b.Body} {
+		if *d > maxBudget {
+			p.fail(names[i], p.getenv(names[i]), "must be at most "+maxBudget.String())
+			*d = maxBudget
+		}
+	}
 	b.derive()
 	return b
 }
+
+// maxBudget bounds each timeout of the budget: the derived ones are
+// shares and sums of the set ones, and near time.Duration's limit they
+// wrapped around (REQUEST_TIMEOUT=2562047h derived a negative
+// HTTP_WRITE_TIMEOUT). A day is far past any request.
+const maxBudget = 24 * time.Hour
 
 func (b *timeBudget) derive() {
 	if b.Request == 0 {

@@ -62,6 +62,9 @@ var configErrorCases = []struct {
 	// Pool sizing multiplies and adds them: huge values wrapped around.
 	{"instances huge", map[string]string{"EXPECTED_INSTANCES": "9223372036854775807"}, "EXPECTED_INSTANCES", "9223372036854775807"},
 	{"headroom huge", map[string]string{"DB_CONNS_HEADROOM": "9223372036854775807"}, "DB_CONNS_HEADROOM", "9223372036854775807"},
+	// The budget's derived timeouts are shares and sums of the set ones.
+	{"request timeout past a day", map[string]string{"REQUEST_TIMEOUT": "2562047h"}, "REQUEST_TIMEOUT", "2562047h"},
+	{"lock TTL past a day", map[string]string{"LOCK_TTL": "25h"}, "LOCK_TTL", "25h"},
 	{"proxies: every IPv4 address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0"}, "TRUSTED_PROXIES", "0.0.0.0/0"},
 	{"proxies: every IPv6 address", map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES", "::/0"},
 	// A key is a secret: the error names the rule, never the value.
