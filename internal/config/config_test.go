@@ -36,6 +36,8 @@ var configErrorCases = []struct {
 	{"order rate limit of nothing", map[string]string{"ORDER_RATE_LIMIT": "0-M"}, "ORDER_RATE_LIMIT", "0-M"},
 	{"hot key not an id", map[string]string{"HOT_KEYS": "1,x"}, "HOT_KEYS", `"x"`},
 	{"xfetch beta zero", map[string]string{"XFETCH_BETA": "0"}, "XFETCH_BETA", `"0"`},
+	// Refused with the bound it broke, not "must be positive".
+	{"xfetch beta huge", map[string]string{"XFETCH_BETA": "1e308"}, "XFETCH_BETA", "at most 1000000"},
 	{"statement outlives lock", map[string]string{"DB_STATEMENT_TIMEOUT": "10s", "LOCK_TTL": "5s"}, "DB_STATEMENT_TIMEOUT", ""},
 	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s", "DB_STATEMENT_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms"}, "REQUEST_TIMEOUT", ""},
 	{"statement timeout under what a query needs", map[string]string{"REQUEST_TIMEOUT": "10ms"}, "DB_STATEMENT_TIMEOUT", "3ms (derived)"},

@@ -96,7 +96,7 @@ func (p *envParser) wholeNumber(name string, def, least int, why string) int {
 }
 
 func (p *envParser) float(name string, def float64) float64 {
-	return parse(p, name, def, "must be a positive number", func(v string) (float64, bool) {
+	return parse(p, name, def, "must be a positive number, at most 1000000", func(v string) (float64, bool) {
 		f, err := strconv.ParseFloat(v, 64)
 		return f, err == nil && f > 0 && f <= 1e6
 	})
