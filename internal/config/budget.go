@@ -63,19 +63,21 @@ func readBudget(p *envParser) timeBudget {
 	for _, n := range names {
 		b.set[n] = p.set(n)
 	}
-	b.Request = p.duration("REQUEST_TIMEOUT", 0)
-	b.Acquire = p.duration("DB_ACQUIRE_TIMEOUT", 0)
-	b.Statement = p.duration("DB_STATEMENT_TIMEOUT", 0)
-	b.LockTTL = p.duration("LOCK_TTL", 0)
-	b.LockWait = p.duration("LOCK_WAIT", 0)
-	b.Write = p.duration("HTTP_WRITE_TIMEOUT", 0)
-	b.Body = p.duration("BODY_READ_TIMEOUT", 0)
-	for i, d := range []*time.Duration{&b.Request, &b.Acquire, &b.Statement, &b.LockTTL, &b.LockWait, &b.Write, &b.Body} {
-		if *d > maxBudget {
-			p.fail(names[i], p.getenv(names[i]), "must be at most "+maxBudget.String())
-			*d = maxBudget
+	timeout := func(name string) time.Duration {
+		d := p.duration(name, 0)
+		if d > maxBudget {
+			p.fail(name, p.getenv(name), "must be at most "+maxBudget.String())
+			return maxBudget
 		}
+		return d
 	}
+	b.Request = timeout("REQUEST_TIMEOUT")
+	b.Acquire = timeout("DB_ACQUIRE_TIMEOUT")
+	b.Statement = timeout("DB_STATEMENT_TIMEOUT")
+	b.LockTTL = timeout("LOCK_TTL")
+	b.LockWait = timeout("LOCK_WAIT")
+	b.Write = timeout("HTTP_WRITE_TIMEOUT")
+	b.Body = timeout("BODY_READ_TIMEOUT")
 	b.derive()
 	return b
 }
