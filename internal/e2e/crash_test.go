@@ -18,8 +18,8 @@ import (
 // TestLockHolderCrash: the instance holding a cold key's lock dies with
 // SIGKILL mid-load while the database link is slow. The other instances'
 // waiters outlive its lock, one of them takes it over, and they answer with
-// the value: at least 95 of 100 with a 200, that is within REQUEST_TIMEOUT
-// (past it the deadline answers 503 or 504), at most two queries
+// the value: at least 95 of 100, each within REQUEST_TIMEOUT as the apps
+// timed it, at most two queries
 // in all (the dead holder's and the takeover), no lock key left.
 func TestLockHolderCrash(t *testing.T) {
 	t.Parallel()
@@ -80,12 +80,30 @@ func TestLockHolderCrash(t *testing.T) {
 	if ok.Load() < 95 || wrong.Load() > 0 {
 		t.Errorf("%d/100 answered 200 with the product (%d with a wrong body) in %s, want ≥ 95 and none wrong", ok.Load(), wrong.Load(), took)
 	}
-	// A 200 is the proof that an answer came within REQUEST_TIMEOUT: past
-	// it the request's deadline ends the wait with 503 or 504. The client's
-	// wall clock also counts the time before a request reaches the app,
-	// which a starved machine stretches (9.2 s in CI beside four CPU
-	// burners, every request handled within 6.1 s by the app's own log),
-	// so it only guards against a hang here.
+	// Each answer within REQUEST_TIMEOUT, as the apps timed it (their
+	// request log): the client's wall clock also counts the time before a
+	// request reaches an app, which a starved machine stretches (9.2 s in
+	// CI beside four CPU burners, every request handled within 6.1 s), so
+	// it only guards against a hang.
+	handled := func() (n, late int, worst float64) {
+		for _, a := range apps {
+			for _, rec := range a.logs.records("request") {
+				if rec["route"] == "/products/:id" {
+					n++
+					d, _ := rec["duration_ms"].(float64)
+					worst = max(worst, d)
+					if d > 8000 {
+						late++
+					}
+				}
+			}
+		}
+		return n, late, worst
+	}
+	dbtest.Eventually(5*time.Second, func() bool { n, _, _ := handled(); return n >= 100 })
+	if n, late, worst := handled(); n != 100 || late > 0 {
+		t.Errorf("the apps logged %d of 100 reads, %d of them past REQUEST_TIMEOUT (8s), the slowest in %.0f ms", n, late, worst)
+	}
 	if took > 2*8*time.Second {
 		t.Errorf("answers took %s, want well within twice REQUEST_TIMEOUT (8s): a wait outlived its deadline", took)
 	}
