@@ -132,6 +132,8 @@ func jsonError(err error) error {
 		return badRequest("request body is not valid JSON")
 	case errors.As(err, &typ) && typ.Field == "":
 		return badRequest("request body must be a JSON object")
+	case errors.As(err, &typ) && outOfRange(typ):
+		return badRequest(fmt.Sprintf("field %q is out of range", typ.Field))
 	case errors.As(err, &typ):
 		return badRequest(fmt.Sprintf("field %q must be %s", typ.Field, jsonKind(typ.Type)))
 	case errors.As(err, &invalid):
@@ -187,6 +189,19 @@ func queryInt(c *gin.Context, name string, def, lo, hi int64) (int64, error) {
 		return 0, badRequest(fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi))
 	}
 	return n, nil
+}
+
+// outOfRange tells an integer too large for its field (`"quantity":
+// 100000000000` into an int32) from a value of the wrong kind (`1.5`,
+// `"1"`): the decoder reports both alike, and "must be an integer" would
+// be false for the first.
+func outOfRange(typ *json.UnmarshalTypeError) bool {
+	lit, ok := strings.CutPrefix(typ.Value, "number ")
+	if !ok || jsonKind(typ.Type) != "an integer" {
+		return false
+	}
+	lit = strings.TrimPrefix(lit, "-")
+	return lit != "" && strings.Trim(lit, "0123456789") == ""
 }
 
 // jsonKind names what a Go field accepts in JSON words, for a client who

@@ -16,6 +16,11 @@ func TestWrongTypeNamedInJSONWords(t *testing.T) {
 		{`{"name":"a","price_cents":"1"}`, `field "price_cents" must be an integer`},
 		{`{"name":1,"price_cents":1}`, `field "name" must be a string`},
 		{`{"name":"a","price_cents":1,"stock":true}`, `field "stock" must be an integer`},
+		{`{"name":"a","price_cents":1.5}`, `field "price_cents" must be an integer`},
+		{`{"name":"a","price_cents":1e3}`, `field "price_cents" must be an integer`},
+		// A whole number too large for the field is not "not an integer".
+		{`{"name":"a","price_cents":99999999999999999999}`, `field "price_cents" is out of range`},
+		{`{"name":"a","price_cents":-99999999999999999999}`, `field "price_cents" is out of range`},
 	}
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()
