@@ -60,8 +60,10 @@ func TestRedisBreaker(t *testing.T) {
 	if !errors.Is(err, redisconn.ErrBreakerOpen) {
 		t.Errorf("GET while open: got %v, want ErrBreakerOpen", err)
 	}
-	if took := time.Since(start); took > 50*time.Millisecond {
-		t.Errorf("GET while open took %s, want immediate (the 200ms read timeout must not apply)", took)
+	// Any time under the 200 ms read timeout shows it did not apply; the
+	// margin is for a starved machine (CI beside CPU burners), not for I/O.
+	if took := time.Since(start); took >= 150*time.Millisecond {
+		t.Errorf("GET while open took %s, want well under the 200ms read timeout (it must not apply)", took)
 	}
 	// Let a few probes fail, so the schedule has backed off.
 	dbtest.WaitFor(t, "3 failed probes", func() bool { return b.Snapshot().FailedProbes >= 3 })
