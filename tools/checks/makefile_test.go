@@ -1,12 +1,14 @@
 package checks
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -104,20 +106,78 @@ func TestFuzzTargetCoversEveryFuzzer(t *testing.T) {
 // test Redis Cluster (cache) still fuzzes. Its workers once waited for the
 // cluster's lock, which the coordinator holds, until -fuzztime ran out:
 // `make fuzz` passed having run 0 inputs. With a count of inputs instead of
-// a time, such a wait never ends, so the deadline here fails it.
+// a time, such a wait never ends, so a deadline fails it. The deadline runs
+// from the coordinator's first "fuzz:" line, not from the start: building
+// the instrumented package from a cold cache on a starved machine (CI
+// beside four CPU burners) took more than the whole 4 min once.
 func TestFuzzWorkersRun(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	const (
+		buildLimit = 12 * time.Minute // a cold, starved build; a guard, not a goal
+		fuzzLimit  = 2 * time.Minute  // 200 inputs take well under a second
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), buildLimit+fuzzLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-fuzz", "^FuzzOpen$", "-fuzztime", "200x", "./cache")
 	cmd.Dir = repoRoot(t)
 	cmd.WaitDelay = 5 * time.Second // the workers share its output pipes
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("FuzzOpen ran no inputs in 4 min (its workers wait for something):\n%s", lastLines(out, 5))
+	out := &fuzzOutput{started: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if err != nil {
-		t.Fatalf("go test -fuzz FuzzOpen: %v\n%s", err, lastLines(out, 20))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	build := time.NewTimer(buildLimit)
+	defer build.Stop()
+	started := (<-chan struct{})(out.started)
+	var fuzzing <-chan time.Time // armed once fuzzing starts
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("go test -fuzz FuzzOpen: %v\n%s", err, lastLines(out.bytes(), 20))
+			}
+			return
+		case <-started:
+			started = nil // fires once
+			build.Stop()
+			fuzzing = time.After(fuzzLimit)
+		case <-build.C:
+			cancel()
+			<-done
+			t.Fatalf("FuzzOpen did not start fuzzing within %s (build or test start hung):\n%s", buildLimit, lastLines(out.bytes(), 5))
+		case <-fuzzing:
+			cancel()
+			<-done
+			t.Fatalf("FuzzOpen ran no 200 inputs in %s of fuzzing (its workers wait for something):\n%s", fuzzLimit, lastLines(out.bytes(), 5))
+		}
 	}
+}
+
+// fuzzOutput collects go test's output and closes started at the first
+// line from the fuzzing coordinator.
+type fuzzOutput struct {
+	mu      sync.Mutex
+	buf     []byte
+	started chan struct{} // closed once, at the coordinator's first line
+	closed  bool
+}
+
+func (o *fuzzOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf, p...)
+	if !o.closed && bytes.Contains(o.buf, []byte("fuzz: elapsed")) {
+		o.closed = true
+		close(o.started)
+	}
+	return len(p), nil
+}
+
+func (o *fuzzOutput) bytes() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]byte(nil), o.buf...)
 }
 
 // lastLines is the end of a command's output, for a failure message.
