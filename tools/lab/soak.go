@@ -150,7 +150,7 @@ func lives(samples []soakSample) (rss, gor, fd []life) {
 			}
 			rss[i].Points = append(rss[i].Points, point{sm.AtMin, float64(in.RSSMiB)})
 			gor[i].Points = append(gor[i].Points, point{sm.AtMin, float64(in.Goroutines)})
-			fd[i].Points = append(fd[i].Points, point{sm.AtMin, float64(in.FDs)})
+			fd[i].Points = append(fd[i].Points, point{sm.AtMin, float64(in.ownFDs())})
 		}
 	}
 	return rss, gor, fd

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +22,11 @@ type instSample struct {
 	FDs        gauge `json:"open_fds"`
 	PoolConns  gauge `json:"pool_conns"`  // main + reports pools, acquired + idle
 	RedisConns gauge `json:"redis_conns"` // TCP connections to the Redis link
+	// ClientConns are the load generator's connections to the instance
+	// (local port = its HTTP port): their number is the client's choice (it
+	// keeps idle ones for 30 s after a fault made it open more), so the
+	// leak check judges the instance's fds without them.
+	ClientConns gauge `json:"client_conns"`
 }
 
 // gauge is a sampled figure: NaN when it could not be read, null in JSON.
@@ -52,7 +58,7 @@ type soakSample struct {
 // link (redisPort): the app exports no Redis pool gauge.
 func sampleInstance(ctx context.Context, f *fleet, slot, redisPort int) instSample {
 	nan := gauge(math.NaN())
-	s := instSample{RSSMiB: nan, Goroutines: nan, FDs: nan, PoolConns: nan, RedisConns: nan}
+	s := instSample{RSSMiB: nan, Goroutines: nan, FDs: nan, PoolConns: nan, RedisConns: nan, ClientConns: nan}
 	pid, life, base := f.pid(slot)
 	s.Life = life
 	if pid == 0 {
@@ -71,11 +77,22 @@ func sampleInstance(ctx context.Context, f *fleet, slot, redisPort int) instSamp
 			}
 		}
 	}
-	if n, err := socketsTo(pid, redisPort); err == nil {
+	if n, err := countSockets(pid, func(_, remote int) bool { return remote == redisPort }); err == nil {
 		s.RedisConns = gauge(n)
+	}
+	if u, err := url.Parse(base); err == nil {
+		if port, err := strconv.Atoi(u.Port()); err == nil {
+			if n, err := countSockets(pid, func(local, _ int) bool { return local == port }); err == nil {
+				s.ClientConns = gauge(n)
+			}
+		}
 	}
 	return s
 }
+
+// ownFDs is the instance's open fds less its clients' connections: what a
+// leak of the instance's own (a socket, a file) would grow.
+func (s instSample) ownFDs() gauge { return s.FDs - s.ClientConns }
 
 // vmRSS is the VmRSS line of /proc/<pid>/status, in kB.
 func vmRSS(pid int) (float64, error) {
@@ -94,9 +111,10 @@ func vmRSS(pid int) (float64, error) {
 	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
 }
 
-// socketsTo counts pid's established TCP sockets whose remote port is port:
-// the inodes of its socket fds, matched in /proc/<pid>/net/tcp and tcp6.
-func socketsTo(pid, port int) (int, error) {
+// countSockets counts pid's established TCP sockets whose local and remote
+// ports match: the inodes of its socket fds, matched in /proc/<pid>/net/tcp
+// and tcp6.
+func countSockets(pid int, match func(local, remote int) bool) (int, error) {
 	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
 	ents, err := os.ReadDir(fdDir)
 	if err != nil {
@@ -122,12 +140,22 @@ func socketsTo(pid, port int) (int, error) {
 			if len(f) < 10 || f[3] != "01" || !inodes[f[9]] {
 				continue
 			}
-			_, rem, _ := strings.Cut(f[2], ":")
-			if p, err := strconv.ParseInt(rem, 16, 32); err == nil && int(p) == port {
+			if match(hexPort(f[1]), hexPort(f[2])) {
 				n++
 			}
 		}
 		fh.Close()
 	}
 	return n, nil
+}
+
+// hexPort is the port of an address as /proc/net/tcp writes it
+// (0100007F:1F90); -1 when it cannot be read.
+func hexPort(addr string) int {
+	_, port, _ := strings.Cut(addr, ":")
+	p, err := strconv.ParseInt(port, 16, 32)
+	if err != nil {
+		return -1
+	}
+	return int(p)
 }

@@ -11,8 +11,10 @@ import (
 )
 
 // TestProcReaders: the soak's /proc readers on this test's own process:
-// VmRSS is read, and the sockets connected to a port are counted (two
-// connections to the listener, none to another port).
+// VmRSS is read, and established sockets are counted by their remote port
+// (a client's connections to the listener: 2, none to another port) and by
+// their local port (the listener's accepted connections: 2; the listening
+// socket itself is not a connection).
 func TestProcReaders(t *testing.T) {
 	kb, err := vmRSS(os.Getpid())
 	if err != nil || kb < 1024 {
@@ -30,10 +32,24 @@ func TestProcReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		a, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
 	}
-	for _, tt := range []struct{ port, want int }{{port, 2}, {port + 1, 0}} {
-		if n, err := socketsTo(os.Getpid(), tt.port); err != nil || n != tt.want {
-			t.Errorf("sockets to port %d: %d, %v; want %d", tt.port, n, err, tt.want)
+	for _, tt := range []struct {
+		what  string
+		match func(local, remote int) bool
+		want  int
+	}{
+		{"to the port", func(_, r int) bool { return r == port }, 2},
+		{"to another port", func(_, r int) bool { return r == port+1 }, 0},
+		{"accepted on the port", func(l, _ int) bool { return l == port }, 2},
+		{"accepted on another port", func(l, _ int) bool { return l == port+1 }, 0},
+	} {
+		if n, err := countSockets(os.Getpid(), tt.match); err != nil || n != tt.want {
+			t.Errorf("sockets %s: %d, %v; want %d", tt.what, n, err, tt.want)
 		}
 	}
 }
