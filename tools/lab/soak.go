@@ -149,7 +149,7 @@ func lives(samples []soakSample) (rss, gor, fd []life) {
 				rss, gor, fd = append(rss, life{Name: name}), append(gor, life{Name: name}), append(fd, life{Name: name})
 			}
 			rss[i].Points = append(rss[i].Points, point{sm.AtMin, float64(in.RSSMiB)})
-			gor[i].Points = append(gor[i].Points, point{sm.AtMin, float64(in.Goroutines)})
+			gor[i].Points = append(gor[i].Points, point{sm.AtMin, float64(in.ownGoroutines())})
 			fd[i].Points = append(fd[i].Points, point{sm.AtMin, float64(in.ownFDs())})
 		}
 	}

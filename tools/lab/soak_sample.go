@@ -25,7 +25,7 @@ type instSample struct {
 	// ClientConns are the load generator's connections to the instance
 	// (local port = its HTTP port): their number is the client's choice (it
 	// keeps idle ones for 30 s after a fault made it open more), so the
-	// leak check judges the instance's fds without them.
+	// leak check judges the instance's fds and goroutines without them.
 	ClientConns gauge `json:"client_conns"`
 }
 
@@ -93,6 +93,10 @@ func sampleInstance(ctx context.Context, f *fleet, slot, redisPort int) instSamp
 // ownFDs is the instance's open fds less its clients' connections: what a
 // leak of the instance's own (a socket, a file) would grow.
 func (s instSample) ownFDs() gauge { return s.FDs - s.ClientConns }
+
+// ownGoroutines is the instance's goroutines less one per client
+// connection, the goroutine net/http keeps reading each one.
+func (s instSample) ownGoroutines() gauge { return s.Goroutines - s.ClientConns }
 
 // vmRSS is the VmRSS line of /proc/<pid>/status, in kB.
 func vmRSS(pid int) (float64, error) {

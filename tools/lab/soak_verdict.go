@@ -24,7 +24,7 @@ import (
 //     run; the 30-minute run, whose second half sees every fault again, is
 //     the one held to 2 MiB a minute.
 //   - goroutines and open fds (less the load generator's connections to
-//     the instance, which its idle pool keeps for 30 s after a fault made
+//     the instance and net/http's goroutine for each, which its idle pool keeps for 30 s after a fault made
 //     it open more: a 3-minute CI run beside CPU burners ended 16 s after
 //     its last fault 30 fds up that way): the growth the slope predicts stays within
 //     a band of max(bandFloor, bandShare × the median). Both swing with the
