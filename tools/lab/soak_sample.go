@@ -77,13 +77,20 @@ func sampleInstance(ctx context.Context, f *fleet, slot, redisPort int) instSamp
 			}
 		}
 	}
-	if n, err := countSockets(pid, func(_, remote int) bool { return remote == redisPort }); err == nil {
-		s.RedisConns = gauge(n)
-	}
-	if u, err := url.Parse(base); err == nil {
-		if port, err := strconv.Atoi(u.Port()); err == nil {
-			if n, err := countSockets(pid, func(local, _ int) bool { return local == port }); err == nil {
-				s.ClientConns = gauge(n)
+	if conns, err := tcpConns(pid); err == nil {
+		httpPort := -1 // no client connection matches it if base cannot be read
+		if u, err := url.Parse(base); err == nil {
+			if p, err := strconv.Atoi(u.Port()); err == nil {
+				httpPort = p
+			}
+		}
+		s.RedisConns, s.ClientConns = 0, 0
+		for _, c := range conns {
+			switch {
+			case c.remote == redisPort:
+				s.RedisConns++
+			case c.local == httpPort:
+				s.ClientConns++
 			}
 		}
 	}
@@ -115,14 +122,16 @@ func vmRSS(pid int) (float64, error) {
 	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
 }
 
-// countSockets counts pid's established TCP sockets whose local and remote
-// ports match: the inodes of its socket fds, matched in /proc/<pid>/net/tcp
-// and tcp6.
-func countSockets(pid int, match func(local, remote int) bool) (int, error) {
+// tcpConn is one established TCP socket's local and remote ports.
+type tcpConn struct{ local, remote int }
+
+// tcpConns lists pid's established TCP sockets, in one read of its fds:
+// the inodes of its socket fds, matched in /proc/<pid>/net/tcp and tcp6.
+func tcpConns(pid int) ([]tcpConn, error) {
 	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
 	ents, err := os.ReadDir(fdDir)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	inodes := map[string]bool{}
 	for _, e := range ents {
@@ -131,7 +140,7 @@ func countSockets(pid int, match func(local, remote int) bool) (int, error) {
 			inodes[strings.TrimSuffix(ino, "]")] = true
 		}
 	}
-	n := 0
+	var conns []tcpConn
 	for _, file := range []string{"tcp", "tcp6"} {
 		fh, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, file))
 		if err != nil {
@@ -144,13 +153,11 @@ func countSockets(pid int, match func(local, remote int) bool) (int, error) {
 			if len(f) < 10 || f[3] != "01" || !inodes[f[9]] {
 				continue
 			}
-			if match(hexPort(f[1]), hexPort(f[2])) {
-				n++
-			}
+			conns = append(conns, tcpConn{local: hexPort(f[1]), remote: hexPort(f[2])})
 		}
 		fh.Close()
 	}
-	return n, nil
+	return conns, nil
 }
 
 // hexPort is the port of an address as /proc/net/tcp writes it
