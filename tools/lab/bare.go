@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/internal/server"
 )
@@ -25,6 +26,10 @@ const (
 	bareEnv     = "LAB_BARE_BODY"
 	bareModeEnv = "LAB_BARE_SERVER"
 	bareWaitEnv = "LAB_BARE_WAIT" // a duration: answer as a perfect single-flight of that long (flightWait)
+	// A Redis host:port: read the product's key in the lab's logical
+	// database first, and answer 503 + Retry-After when it is absent — a
+	// refusal as cheap as one that must look in the cache can be.
+	bareRedisEnv = "LAB_BARE_REDIS"
 )
 
 // serveBare starts the lab binary again as the bare handler, answering
@@ -67,8 +72,8 @@ func serveBareEnv(ctx context.Context, body, mode string, env ...string) (base s
 
 // runBare is the bare handler's process: gin with one route and nothing
 // else, on a loopback port it prints, until killed or its stdin closes; mode is bareAsService
-// or barePlain.
-func runBare(body, mode string, wait time.Duration) error {
+// or barePlain; redisAddr, when set, makes each answer wait for a GET (bareRedisEnv).
+func runBare(body, mode string, wait time.Duration, redisAddr string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -84,11 +89,41 @@ func runBare(body, mode string, wait time.Duration) error {
 	// A burst warms each connection on /healthz before its barrier (Burst).
 	engine.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
 	flight := newFlightWait(wait)
+	if redisAddr != "" {
+		rdb := redis.NewClient(&redis.Options{Addr: redisAddr, DB: redisDB})
+		defer func() { _ = rdb.Close() }()
+		engine.GET("/products/:id", bareLookup(rdb))
+		return serveBareEngine(engine, ln, mode)
+	}
 	engine.GET("/products/:id", func(c *gin.Context) {
 		flight.wait(c.Param("id"))
 		c.Header("X-Cache", "HIT")
 		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 	})
+	return serveBareEngine(engine, ln, mode)
+}
+
+// bareLookupKey is where the Redis floor looks for product id: a key of the
+// lab's own, never written, so every lookup misses as a cold burst does.
+func bareLookupKey(id string) string { return "lab:bare:product:" + id }
+
+// bareLookup answers with what Redis holds for the product, and a 503 with
+// Retry-After when it holds nothing (or cannot be read): one GET, then the
+// refusal, and no middleware, logging, gate or lock.
+func bareLookup(rdb *redis.Client) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		v, err := rdb.Get(c.Request.Context(), bareLookupKey(c.Param("id"))).Bytes()
+		if err != nil {
+			c.Header("Retry-After", "1")
+			c.Data(http.StatusServiceUnavailable, "application/json; charset=utf-8", []byte(`{"error":"temporarily unavailable, retry later"}`))
+			return
+		}
+		c.Data(http.StatusOK, "application/json; charset=utf-8", v)
+	}
+}
+
+// serveBareEngine serves engine on ln as mode says.
+func serveBareEngine(engine *gin.Engine, ln net.Listener, mode string) error {
 	if mode == bareAsService {
 		// The service's own server: its timeouts cost a few deadline
 		// updates per request, a protection rather than the middleware

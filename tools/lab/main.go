@@ -111,7 +111,7 @@ func runChild() (child bool, err error) {
 	if body, ok := os.LookupEnv(bareEnv); ok {
 		signal.Ignore(os.Interrupt)
 		wait, _ := time.ParseDuration(os.Getenv(bareWaitEnv)) // unset: 0, answer at once
-		if err := runBare(body, os.Getenv(bareModeEnv), wait); err != nil {
+		if err := runBare(body, os.Getenv(bareModeEnv), wait, os.Getenv(bareRedisEnv)); err != nil {
 			return true, fmt.Errorf("bare handler: %w", err)
 		}
 		return true, nil
