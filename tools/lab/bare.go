@@ -88,13 +88,16 @@ func runBare(body, mode string, wait time.Duration, redisAddr string) error {
 	engine := gin.New()
 	// A burst warms each connection on /healthz before its barrier (Burst).
 	engine.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
-	flight := newFlightWait(wait)
 	if redisAddr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: redisAddr, DB: redisDB})
+		rdb, err := bareRedis(redisAddr)
+		if err != nil {
+			return err
+		}
 		defer func() { _ = rdb.Close() }()
 		engine.GET("/products/:id", bareLookup(rdb))
 		return serveBareEngine(engine, ln, mode)
 	}
+	flight := newFlightWait(wait)
 	engine.GET("/products/:id", func(c *gin.Context) {
 		flight.wait(c.Param("id"))
 		c.Header("X-Cache", "HIT")
@@ -120,6 +123,39 @@ func bareLookup(rdb *redis.Client) gin.HandlerFunc {
 		}
 		c.Data(http.StatusOK, "application/json; charset=utf-8", v)
 	}
+}
+
+// bareRedisConns is the Redis floor's pool: every connection dialled
+// before the burst. Sizes from 8 to 256 moved its median refusal within
+// this machine's noise (docs/benchmarks.md); what did cost was dialling
+// during the burst, as go-redis's lazy default pool does.
+const bareRedisConns = 64
+
+// bareRedis is the Redis floor's client, its whole pool open before the
+// first request: no GET waits for a dial.
+func bareRedis(addr string) (*redis.Client, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: redisDB, PoolSize: bareRedisConns, MaxIdleConns: bareRedisConns})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Each held at once, so each is a connection of its own; closing one
+	// puts it back in the pool, open.
+	held := make([]*redis.Conn, 0, bareRedisConns)
+	var err error
+	for range bareRedisConns {
+		cn := rdb.Conn()
+		held = append(held, cn)
+		if err = cn.Ping(ctx).Err(); err != nil {
+			break
+		}
+	}
+	for _, cn := range held {
+		_ = cn.Close()
+	}
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis floor: dial %s: %w", addr, err)
+	}
+	return rdb, nil
 }
 
 // serveBareEngine serves engine on ln as mode says.
