@@ -25,7 +25,7 @@ func (l *Lab) refusal(ctx context.Context) *Experiment {
 		l.dbProxy.SetDelay(linkDelay)
 		defer l.dbProxy.SetDelay(0)
 		p := l.phase(r, "burst", func() ([]Result, time.Duration) {
-			return Burst(ctx, spread(c.Bases(), burst, func(k int) string { return fmt.Sprintf("/products/%d", 300+k) }))
+			return Burst(ctx, spread(c.Bases(), burst, refusalPath))
 		})
 		for _, res := range p.results {
 			switch {
@@ -89,7 +89,7 @@ func (l *Lab) refusalFloor(ctx context.Context, burst int, redisAddr string) ([]
 		return nil, err
 	}
 	defer stop()
-	results, _ := Burst(ctx, spread([]string{bare}, burst, func(k int) string { return fmt.Sprintf("/products/%d", 300+k) }))
+	results, _ := Burst(ctx, spread([]string{bare}, burst, refusalPath))
 	var lat []time.Duration
 	for _, res := range results {
 		if res.Err == "" && res.Status == want {
@@ -98,6 +98,10 @@ func (l *Lab) refusalFloor(ctx context.Context, burst int, redisAddr string) ([]
 	}
 	return lat, nil
 }
+
+// refusalPath is the k-th read of a refusal burst: a product nobody has
+// read yet, the same ids for the service and its floors.
+func refusalPath(k int) string { return fmt.Sprintf("/products/%d", 300+k) }
 
 // pct is the q-quantile of ds in ms (sorting ds), 0 when empty.
 func pct(ds []time.Duration, q float64) float64 {

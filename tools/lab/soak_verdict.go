@@ -24,10 +24,11 @@ import (
 //     run; the 30-minute run, whose second half sees every fault again, is
 //     the one held to 2 MiB a minute.
 //   - goroutines and open fds (less the load generator's connections to
-//     the instance and net/http's goroutine for each, which its idle pool keeps for 30 s after a fault made
-//     it open more: a 3-minute CI run beside CPU burners ended 16 s after
-//     its last fault 30 fds up that way): the growth the slope predicts stays within
-//     a band of max(bandFloor, bandShare × the median). Both swing with the
+//     the instance and net/http's goroutine for each, which its idle pool
+//     keeps for 30 s after a fault made it open more: a 3-minute CI run
+//     beside CPU burners ended 16 s after its last fault 30 fds up that
+//     way): the growth the slope predicts stays within a band of
+//     max(bandFloor, bandShare × the median). Both swing with the
 //     requests in flight at the moment of the sample (faults hold requests
 //     for up to REQUEST_TIMEOUT), which the median-based slope ignores; a
 //     leak of one goroutine or socket per fault, or per few thousand
