@@ -39,6 +39,8 @@ func newEngine(cfg config.Config, m *telemetry.Metrics, trace gin.HandlerFunc, l
 	// from the client untouched. (middleware's clientIP skips gin's
 	// parsing when this header is absent: keep the two in step.)
 	engine.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	// Before any other frame: the stack grows once, here, not deep in the chain.
+	engine.Use(middleware.GrowStack())
 	if trace != nil { // the request's span encloses everything after it
 		engine.Use(trace)
 	}

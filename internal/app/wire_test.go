@@ -1,10 +1,17 @@
 package app
 
 import (
+	"io"
+	"log/slog"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stampede-guard/api/handlers"
 	"github.com/stampede-guard/api/internal/config"
+	"github.com/stampede-guard/api/internal/telemetry"
+	"github.com/stampede-guard/api/middleware"
 )
 
 // TestClassTableCaps: the queue each route class may join follows
@@ -32,5 +39,23 @@ func TestClassTableCaps(t *testing.T) {
 				t.Errorf("SHED_MAX_WAITING=%d: %s may queue %d, want %d", tc.shed, name, got[name], w)
 			}
 		}
+	}
+}
+
+// TestEngineGrowsTheStackFirst: middleware.GrowStack is the engine's
+// first handler, so the stack grows once, before any other frame of the
+// chain is on it (docs/benchmarks.md, "stack growth at the door").
+func TestEngineGrowsTheStackFirst(t *testing.T) {
+	engine, err := newEngine(config.Config{}, telemetry.NewMetrics(nil, nil, nil), nil,
+		slog.New(slog.DiscardHandler), middleware.NewAccessLog(io.Discard, slog.LevelInfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(engine.Handlers) == 0 {
+		t.Fatal("the engine has no middleware")
+	}
+	// Inlined, the closure is named after its caller: app.newEngine.GrowStack.func1.
+	if first := runtime.FuncForPC(reflect.ValueOf(engine.Handlers[0]).Pointer()).Name(); !strings.Contains(first, ".GrowStack.") {
+		t.Errorf("the engine's first handler is %s, want middleware.GrowStack's", first)
 	}
 }
