@@ -10,14 +10,14 @@ import "github.com/gin-gonic/gin"
 // and adjusting every frame on it: the deeper the call, the dearer the
 // copy. A request through this chain (the middleware, the handler, the
 // cache's read and the answer's JSON and access line) needs more than a
-// fresh goroutine has, so each connection of a burst of new clients, and
-// each idle connection whose stack the GC has shrunk, paid two or three
-// copies deep in the chain. Reserving the room here, where the stack is
-// shallow, makes it one copy of a few frames; on a goroutine whose stack
-// is already large it costs a call and zeroing stackReserve bytes (about
-// 65 ns, under 0.5 % of a hot read). CockroachDB does the same
-// (util/growstack). Measured in the refusal burst: docs/benchmarks.md,
-// "stack growth at the door".
+// fresh goroutine has, so each connection of a burst of new clients paid
+// two or three copies deep in the chain (and so can a keep-alive
+// connection whose stack the GC shrank while it sat idle). Reserving the
+// room here, where the stack is shallow, makes it one copy of a few
+// frames; on a goroutine whose stack is already large it costs a call and
+// zeroing stackReserve bytes (about 65 ns, under 0.5 % of a hot read).
+// CockroachDB does the same (pkg/util/growstack). Measured in the refusal
+// burst: docs/benchmarks.md, "stack growth at the door".
 func GrowStack() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		reserveStack()
