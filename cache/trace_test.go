@@ -44,6 +44,17 @@ func named(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
 	return out
 }
 
+// lockSpansStarted counts the cache.lock spans started so far, ended or not.
+func lockSpansStarted(sr *tracetest.SpanRecorder) int {
+	n := 0
+	for _, s := range sr.Started() {
+		if s.Name() == "cache.lock" {
+			n++
+		}
+	}
+	return n
+}
+
 func childOf(s, parent sdktrace.ReadOnlySpan) bool {
 	return s.Parent().SpanID() == parent.SpanContext().SpanID() && s.SpanContext().TraceID() == parent.SpanContext().TraceID()
 }
@@ -106,7 +117,19 @@ func TestTraceStampede(t *testing.T) {
 	sr, tp := recorder(t)
 	key := newPrefix() + "{p:1}"
 	var calls atomic.Int64
-	load := slowLoad(&calls, 300*time.Millisecond, "v")
+	// The load lasts until the other instance waits on the lock: both
+	// leaders' cache.lock spans have started (one per instance, behind
+	// its single-flight), then 300 ms for the second one's attempt at the
+	// lock to fail. A fixed 300 ms from the start was not always enough
+	// beside CPU burners: the other instance came after the fill and found
+	// a hit, and nobody waited.
+	load := func(ctx context.Context) ([]byte, error) {
+		calls.Add(1)
+		for lockSpansStarted(sr) < 2 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return slowLoad(new(atomic.Int64), 300*time.Millisecond, "v")(ctx)
+	}
 	caches := []*cache.Cache{
 		newCache(t, dbtest.NewRedis(t, redisDB), cache.Config{Mode: cache.ModeLock, LockWait: 20 * time.Second, LockTTL: 30 * time.Second, TracerProvider: tp}),
 		newCache(t, dbtest.NewRedis(t, redisDB), cache.Config{Mode: cache.ModeLock, LockWait: 20 * time.Second, LockTTL: 30 * time.Second, TracerProvider: tp}),
