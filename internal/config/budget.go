@@ -20,8 +20,9 @@ import (
 //
 // With R = 10 s: A 2 s, S 3 s, L 5 s, T 4 s, W 9 s, WT 15 s. A value that is
 // set stays as set; an unset REQUEST_TIMEOUT grows so that the inner values
-// that were set keep their share; the other unset values are then derived
-// and, where a set neighbour leaves less room, shrunk to fit it.
+// that were set keep their share (A, S, T = 0.4 R, W, B = R/2), or shrinks
+// under a set WT; the other unset values are then derived and, where a set
+// neighbour leaves less room, shrunk to fit it.
 const (
 	defaultRequestTimeout = 10 * time.Second
 	shareAcquire          = 0.2
@@ -39,9 +40,10 @@ type timeBudget struct {
 	// request if shorter, so the handler keeps time to answer.
 	Body time.Duration
 	set  map[string]bool
-	// requestCappedBy names the set value that lowered an unset
-	// REQUEST_TIMEOUT, so an error can say why it is short.
-	requestCappedBy string
+	// requestCappedBy and statementCappedBy name the set value that
+	// lowered an unset REQUEST_TIMEOUT or DB_STATEMENT_TIMEOUT, so an
+	// error can say why it is short.
+	requestCappedBy, statementCappedBy string
 }
 
 // Load is the deadline of one shared load, counted from the moment it holds
@@ -100,8 +102,17 @@ func (b *timeBudget) derive() {
 		if b.LockWait > 0 {
 			r = max(r, share(b.LockWait, 1/shareLockWait))
 		}
+		if b.LockTTL > 0 {
+			// T = S + 0.1 R with S = 0.3 R: the lock's share is 0.4 R,
+			// and at that share W = 0.9 R still covers T + L (0.9 R).
+			r = max(r, share(b.LockTTL, 1/(shareStatement+shareLockMargin)))
+		}
+		if b.Body > 0 {
+			r = max(r, 2*b.Body) // B = R/2 at most: time left to answer
+		}
 		if b.Write > 0 && share(b.Write, 1/shareWrite) < r {
-			r = share(b.Write, 1/shareWrite)
+			// Whole milliseconds: 2 s ÷ 1.5 is 1.333333333 s.
+			r = share(b.Write, 1/shareWrite).Truncate(time.Millisecond)
 			b.requestCappedBy = "HTTP_WRITE_TIMEOUT"
 		}
 		b.Request = r
@@ -123,8 +134,9 @@ func (b *timeBudget) derive() {
 	}
 	if b.Statement == 0 {
 		b.Statement = fit(share(r, shareStatement), r-b.Acquire)
-		if b.LockTTL > 0 {
-			b.Statement = min(b.Statement, share(b.LockTTL, 0.75))
+		if b.LockTTL > 0 && share(b.LockTTL, 0.75) < b.Statement {
+			b.Statement = share(b.LockTTL, 0.75)
+			b.statementCappedBy = "LOCK_TTL"
 		}
 	}
 	if b.LockTTL == 0 {
@@ -148,6 +160,8 @@ func (b timeBudget) origin(name string) string {
 		return "set"
 	case name == "REQUEST_TIMEOUT" && b.requestCappedBy != "":
 		return "derived, capped by " + b.requestCappedBy
+	case name == "DB_STATEMENT_TIMEOUT" && b.statementCappedBy != "":
+		return "derived, capped by " + b.statementCappedBy
 	}
 	return "derived"
 }
@@ -179,8 +193,11 @@ func (b timeBudget) check() []error {
 	var errs []error
 	if b.Statement < minStatement {
 		fix := "raise REQUEST_TIMEOUT (the statement timeout is 0.3 of it) or set DB_STATEMENT_TIMEOUT"
-		if b.set["DB_STATEMENT_TIMEOUT"] {
+		switch {
+		case b.set["DB_STATEMENT_TIMEOUT"]:
 			fix = "raise DB_STATEMENT_TIMEOUT"
+		case b.statementCappedBy == "LOCK_TTL":
+			fix = "raise LOCK_TTL (the statement timeout is at most 0.75 of it)"
 		}
 		errs = append(errs, fmt.Errorf("config: DB_STATEMENT_TIMEOUT=%s (%s) must be at least %s: PostgreSQL counts it in whole milliseconds (under one it turns the timeout off) and one query's round trip takes about one; %s",
 			b.Statement, b.origin("DB_STATEMENT_TIMEOUT"), minStatement, fix))

@@ -117,7 +117,6 @@ func Load(getenv func(string) string) (Config, error) {
 		DBPooler:          db.Pooler(p.oneOf("DB_POOLER", "none", "none", "pgbouncer", "pgbouncer-prepared")),
 		DatabaseDirectURL: p.str("DATABASE_DIRECT_URL", ""),
 		DatabaseReadURL:   p.str("DATABASE_READ_URL", ""),
-		CacheNegTTL:       p.duration("CACHE_NEGATIVE_TTL", 30*time.Second),
 		LockWatchdog:      p.boolean("LOCK_WATCHDOG", true),
 		DrainDelay:        p.durationOrZero("SHUTDOWN_DRAIN_DELAY", 0),
 		L1Size:            p.positive("L1_SIZE", 10_000),
@@ -141,17 +140,14 @@ func Load(getenv func(string) string) (Config, error) {
 		PoolHeadroom:      p.atMost("DB_CONNS_HEADROOM", p.nonNegative("DB_CONNS_HEADROOM", 10), math.MaxInt32),
 		StrictPoolSizing:  p.boolean("STRICT_POOL_SIZING", false),
 		IdleTimeout:       p.duration("DB_IDLE_TIMEOUT", 30*time.Second),
-		ShutdownTimeout:   p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		WarmKeys:          p.ids("HOT_KEYS"),
 		StaticKeys:        p.ids("STATIC_KEYS"),
 		StaticTTL:         p.duration("STATIC_TTL", 24*time.Hour),
-		StaticRepair:      p.duration("STATIC_REPAIR_PERIOD", time.Minute),
 		LogLevel:          p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFlush:          p.durationOrZero("LOG_FLUSH_INTERVAL", defaultLogFlush),
 		APIKeys:           p.apiKeys("API_KEYS"),
 		BodyMinRate:       p.nonNegative("BODY_MIN_RATE", 1024),
 		AdminToken:        p.str("ADMIN_TOKEN", ""),
-		RateLimitKey:      p.str("RATE_LIMIT_KEY", "1000-S"),
 		UnknownIDFilter:   p.boolean("UNKNOWN_ID_FILTER", true),
 		UnknownIDLookups:  p.positive("UNKNOWN_ID_LOOKUPS", 20),
 	}
@@ -186,6 +182,7 @@ func (c *Config) derive(p *envParser) (layering []error) {
 	c.BodyReadTimeout = budget.Body
 	ttls := readTTLs(p)
 	c.CacheTTL, c.CacheSoftTTL, c.L1TTL = ttls.Hard, ttls.Soft, ttls.L1
+	c.followers(p)
 	c.HotKey = readHotKeys(p, ttls)
 	c.BreakerOpenMin, c.BreakerOpenMax = breakerOpen(p)
 	mode, err := cache.ParseMode(p.str("CACHE_MODE", string(cache.ModeSWR)))
@@ -193,9 +190,10 @@ func (c *Config) derive(p *envParser) (layering []error) {
 		p.fail("CACHE_MODE", p.getenv("CACHE_MODE"), err.Error())
 	}
 	c.CacheMode = mode
-	// A fifth of the main pool (at least 1): checkout goes first. Reads
-	// borrow it while no order waits (db/admission.go mayTake).
-	c.CheckoutReserved = p.nonNegative("DB_CHECKOUT_RESERVED", max(1, c.MainMaxConns/5))
+	// A fifth of the main pool (at least 1, and below the pool, which a
+	// pool of one leaves none): checkout goes first. Reads borrow it while
+	// no order waits (db/admission.go mayTake).
+	c.CheckoutReserved = p.nonNegative("DB_CHECKOUT_RESERVED", min(max(1, c.MainMaxConns/5), c.MainMaxConns-1))
 	if p.set("DB_CHECKOUT_RESERVED") && c.CheckoutReserved >= c.MainMaxConns {
 		p.fail("DB_CHECKOUT_RESERVED", p.getenv("DB_CHECKOUT_RESERVED"), fmt.Sprintf("must be below DB_MAIN_MAX_CONNS (%d), or reads get no connection", c.MainMaxConns))
 	}
@@ -212,8 +210,10 @@ func (c *Config) derive(p *envParser) (layering []error) {
 		MaxAge:               p.durationOrZero("HTTP_MAX_AGE", maxAge),
 		StaleWhileRevalidate: p.durationOrZero("HTTP_STALE_WHILE_REVALIDATE", swr),
 		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
-		NotFoundMaxAge:       min(c.CacheNegTTL, maxAge),
 	}
+	// A 404 is fresh for as long as the cache keeps it, and never longer
+	// than a product read's max-age, set or derived.
+	c.HTTPCache.NotFoundMaxAge = min(c.CacheNegTTL, c.HTTPCache.MaxAge)
 	return append(budget.check(), ttls.check()...)
 }
 

@@ -57,16 +57,23 @@ func (c Config) InvalidationChannel() string {
 }
 
 // breakerOpen reads the breakers' probe schedule: the first probe after
-// BREAKER_OPEN_MIN, doubling up to BREAKER_OPEN_MAX. An unset minimum above
-// the cap follows it down.
+// BREAKER_OPEN_MIN, doubling up to BREAKER_OPEN_MAX. Whichever of the two
+// is unset follows the other: an unset minimum above a set cap comes
+// down to it, an unset cap below a set minimum rises to it (then every
+// probe waits the minimum).
 func breakerOpen(p *envParser) (minOpen, maxOpen time.Duration) {
 	minOpen = p.duration("BREAKER_OPEN_MIN", 375*time.Millisecond)
 	maxOpen = p.duration("BREAKER_OPEN_MAX", 30*time.Second)
 	if minOpen > maxOpen {
-		if p.set("BREAKER_OPEN_MIN") {
+		switch {
+		case !p.set("BREAKER_OPEN_MIN"):
+			minOpen = maxOpen
+		case !p.set("BREAKER_OPEN_MAX"):
+			maxOpen = minOpen
+		default:
 			p.fail("BREAKER_OPEN_MIN", p.getenv("BREAKER_OPEN_MIN"), fmt.Sprintf("must not exceed BREAKER_OPEN_MAX (%s)", maxOpen))
+			minOpen = maxOpen
 		}
-		minOpen = maxOpen
 	}
 	return minOpen, maxOpen
 }

@@ -29,6 +29,11 @@ func readTTLs(p *envParser) cacheTTLs {
 	}
 	if !t.softSet && t.Soft >= t.Hard {
 		t.Soft = t.Hard / 2
+		if t.l1Set && t.Soft <= t.L1 && t.L1 < t.Hard {
+			// Halfway between the two that were set: CACHE_TTL=20s with
+			// L1_TTL=15s has room for a soft TTL, just not at 10 s.
+			t.Soft = t.L1 + (t.Hard-t.L1)/2
+		}
 	}
 	if !t.l1Set && t.L1 >= t.Soft {
 		t.L1 = t.Soft / 2

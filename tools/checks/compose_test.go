@@ -235,10 +235,7 @@ func TestComposeAppEnvironmentIsConfig(t *testing.T) {
 		}
 	}
 
-	shutdown, err := time.ParseDuration(env["SHUTDOWN_TIMEOUT"])
-	if err != nil {
-		t.Fatalf("the app's SHUTDOWN_TIMEOUT %q: %v", env["SHUTDOWN_TIMEOUT"], err)
-	}
+	shutdown := shutdownTimeout(t, env)
 
 	// The URLs must reach the other containers, not the host.
 	for name, host := range map[string]string{"DATABASE_URL": "postgres", "REDIS_URL": "redis"} {

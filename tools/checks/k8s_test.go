@@ -227,7 +227,7 @@ func TestK8sDeployment(t *testing.T) {
 		}
 		return d
 	}
-	drain, shutdown := dur("SHUTDOWN_DRAIN_DELAY"), dur("SHUTDOWN_TIMEOUT")
+	drain, shutdown := dur("SHUTDOWN_DRAIN_DELAY"), shutdownTimeout(t, data)
 	var sleep time.Duration
 	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
 		sleep = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second

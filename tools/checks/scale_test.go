@@ -131,7 +131,7 @@ func TestScaleFleet(t *testing.T) {
 	}
 
 	drain := envDuration(t, env, "SHUTDOWN_DRAIN_DELAY")
-	shutdown := envDuration(t, env, "SHUTDOWN_TIMEOUT")
+	shutdown := shutdownTimeout(t, env)
 	if app.StopGracePeriod == nil || time.Duration(*app.StopGracePeriod) <= drain+shutdown {
 		t.Errorf("app-scale stop_grace_period %v must be longer than SHUTDOWN_DRAIN_DELAY %s + SHUTDOWN_TIMEOUT %s", app.StopGracePeriod, drain, shutdown)
 	}
@@ -238,6 +238,29 @@ func mountedFile(t *testing.T, s types.ServiceConfig, target string) string {
 	}
 	t.Fatalf("%s mounts nothing at %s", s.Name, target)
 	return ""
+}
+
+// shutdownTimeout is the app's SHUTDOWN_TIMEOUT under env: as set, or, left
+// empty (as .env.example leaves it, so that it follows), 10 s or
+// REQUEST_TIMEOUT when longer (internal/config/follow.go). An empty
+// REQUEST_TIMEOUT is 10 s unless inner timeouts grow it, which this check
+// does not model: it refuses such an env instead of guessing.
+func shutdownTimeout(t *testing.T, env map[string]string) time.Duration {
+	t.Helper()
+	if env["SHUTDOWN_TIMEOUT"] != "" {
+		return envDuration(t, env, "SHUTDOWN_TIMEOUT")
+	}
+	request := 10 * time.Second
+	if env["REQUEST_TIMEOUT"] != "" {
+		request = max(request, envDuration(t, env, "REQUEST_TIMEOUT"))
+	} else {
+		for _, inner := range []string{"DB_ACQUIRE_TIMEOUT", "DB_STATEMENT_TIMEOUT", "LOCK_TTL", "LOCK_WAIT", "BODY_READ_TIMEOUT"} {
+			if env[inner] != "" {
+				t.Fatalf("%s is set while REQUEST_TIMEOUT and SHUTDOWN_TIMEOUT are empty: set SHUTDOWN_TIMEOUT so this check knows the drain", inner)
+			}
+		}
+	}
+	return request
 }
 
 func envDuration(t *testing.T, env map[string]string, name string) time.Duration {

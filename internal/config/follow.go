@@ -1,0 +1,53 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings whose default follows another setting, so that changing one
+// value never leaves an unset neighbour contradicting it. Each rule keeps
+// the documented default when nothing it follows was changed.
+const (
+	defaultNegativeTTL  = 30 * time.Second
+	defaultShutdown     = 10 * time.Second
+	defaultStaticRepair = time.Minute
+	// An API key's budget is this many times an address's: a key names one
+	// caller, an address may be a whole office behind one NAT.
+	keyRateFactor = 10
+)
+
+// followers reads the settings that follow others: it runs after the time
+// budget and the TTLs are derived.
+func (c *Config) followers(p *envParser) {
+	// A "not found" never outlives a found value: CACHE_TTL=10s alone
+	// kept 404s three times as long as products.
+	c.CacheNegTTL = p.duration("CACHE_NEGATIVE_TTL", min(defaultNegativeTTL, c.CacheTTL))
+	// A graceful shutdown waits for requests that are still within their
+	// deadline: REQUEST_TIMEOUT=30s alone was cut at 10 s.
+	c.ShutdownTimeout = p.duration("SHUTDOWN_TIMEOUT", max(defaultShutdown, c.RequestTimeout))
+	// Static keys are repaired at least twice in their TTL: STATIC_TTL=1m
+	// alone was refused against a repair period nobody had set.
+	c.StaticRepair = p.duration("STATIC_REPAIR_PERIOD", min(defaultStaticRepair, c.StaticTTL/2))
+	c.RateLimitKey = p.str("RATE_LIMIT_KEY", keyRate(c.RateLimit))
+}
+
+// keyRate is RATE_LIMIT_KEY's default: off when the per-IP limit is off
+// (a load test from one machine), else keyRateFactor times the per-IP
+// limit over the same period (100-S gives the documented 1000-S). A
+// malformed RATE_LIMIT is reported on its own; the key limit then keeps
+// its documented default.
+func keyRate(ipRate string) string {
+	if ipRate == "off" {
+		return "off"
+	}
+	n, period, ok := strings.Cut(ipRate, "-")
+	limit, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || limit < 1 {
+		return "1000-S"
+	}
+	return fmt.Sprintf("%d-%s", min(limit, math.MaxInt64/keyRateFactor)*keyRateFactor, period)
+}
