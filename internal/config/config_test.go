@@ -74,6 +74,20 @@ var configErrorCases = []struct {
 	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
 	{"static key not an id", map[string]string{"STATIC_KEYS": "7,seven"}, "STATIC_KEYS", `"seven"`},
 	{"static keys repaired less often than they expire", map[string]string{"STATIC_TTL": "1m", "STATIC_REPAIR_PERIOD": "1m"}, "STATIC_REPAIR_PERIOD", ""},
+	// Listen addresses are checked at load, naming the variable (the
+	// listener's own error named none), and a malformed admin address is
+	// one line about its form, not "not a loopback address" too.
+	{"HTTP address without a port", map[string]string{"HTTP_ADDR": "garbage"}, "HTTP_ADDR", "want host:port"},
+	{"HTTP port out of range", map[string]string{"HTTP_ADDR": "127.0.0.1:99999"}, "HTTP_ADDR", "127.0.0.1:99999"},
+	{"metrics address without a colon", map[string]string{"METRICS_ADDR": "9091"}, "METRICS_ADDR", "want host:port"},
+	{"admin address in capitals", map[string]string{"ADMIN_ADDR": "OFF"}, "ADMIN_ADDR", "want host:port"},
+	{"admin port out of range", map[string]string{"ADMIN_ADDR": "localhost:99999"}, "ADMIN_ADDR", "want host:port"},
+	// The detector keeps twice as many candidates: near the int limit the
+	// count wrapped negative and detection silently stopped.
+	{"hot-key top huge", map[string]string{"HOT_KEY_TOP": "9223372036854775807"}, "HOT_KEY_TOP", "at most 10000"},
+	// The statement timeout was capped by the lock TTL: raising
+	// REQUEST_TIMEOUT, as the message said, would not help.
+	{"lock TTL too short for any statement", map[string]string{"LOCK_TTL": "5ms"}, "DB_STATEMENT_TIMEOUT", "raise LOCK_TTL"},
 }
 
 func TestLoadConfigErrors(t *testing.T) {

@@ -30,6 +30,13 @@ func checkGuards(p *envParser, c Config) {
 		p.fail("ADMIN_TOKEN", "(hidden)", fmt.Sprintf(
 			"must be at least %d characters (e.g. `openssl rand -hex 16`): a short token can be guessed", minAdminToken))
 	}
+	p.listenAddr("HTTP_ADDR", c.HTTPAddr)
+	if c.MetricsAddr != "" {
+		p.listenAddr("METRICS_ADDR", c.MetricsAddr)
+	}
+	if c.AdminAddr != "off" && !p.listenAddr("ADMIN_ADDR", c.AdminAddr) {
+		return // malformed: said above, not "not loopback"
+	}
 	if c.AdminAddr != "off" && c.AdminToken == "" && !loopbackListen(c.AdminAddr) {
 		p.fail("ADMIN_ADDR", c.AdminAddr,
 			"is not a loopback address and ADMIN_TOKEN is empty: pprof and the console would be guarded only by a Host header any client can write; set ADMIN_TOKEN, or listen on 127.0.0.1")
@@ -98,6 +105,22 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return a
+}
+
+// listenAddr reports whether addr is a listen address (host:port, the
+// host optional, the port a number up to 65535 or a service name), and
+// fails name otherwise: the listener's own error, at start, named no
+// variable ("listen garbage: missing port in address").
+func (p *envParser) listenAddr(name, addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil || port == "" {
+		p.fail(name, addr, `want host:port or :port (e.g. ":8080", "127.0.0.1:8081")`)
+		return false
+	}
+	return true
 }
 
 // loopbackListen reports whether a listen address binds loopback only:

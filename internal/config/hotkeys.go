@@ -18,6 +18,12 @@ type HotKeySettings struct {
 	ReplicaReads bool
 }
 
+// maxHotKeyTop bounds HOT_KEY_TOP: the detector keeps twice as many
+// candidates, and near the int limit that count wrapped negative and
+// silently turned detection off. Ten thousand hot keys is far past any
+// catalogue's head.
+const maxHotKeyTop = 10_000
+
 // readHotKeys reads the HOT_KEY_* settings. HOT_KEY_L1_TTL defaults to four
 // times L1_TTL, at most half the soft TTL; like L1_TTL it must stay below
 // CACHE_SOFT_TTL, so L1 never hides a refresh.
@@ -25,7 +31,7 @@ func readHotKeys(p *envParser, ttls cacheTTLs) HotKeySettings {
 	h := HotKeySettings{
 		Detect:    p.boolean("HOT_KEY_DETECT", true),
 		Threshold: p.float("HOT_KEY_THRESHOLD", 100),
-		Top:       p.positive("HOT_KEY_TOP", 16),
+		Top:       p.atMost("HOT_KEY_TOP", p.positive("HOT_KEY_TOP", 16), maxHotKeyTop),
 	}
 	def := time.Duration(0)
 	if ttls.L1 > 0 {
