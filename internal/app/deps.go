@@ -130,6 +130,12 @@ func (d *deps) openCache(ctx context.Context, tr *telemetry.Tracing) error {
 		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
 			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
 	}
+	if cfg.HotKeyCopies > 1 && len(cfg.RedisClusterAddrs) == 0 {
+		// Allowed (a test of the copies' path on one server), but spreads
+		// nothing: every copy lands on the one server, costing a write each.
+		log.Warn("HOT_KEY_COPIES > 1 without REDIS_CLUSTER_ADDRS: the copies share one Redis server and spread no reads",
+			"hot_key_copies", cfg.HotKeyCopies)
+	}
 	d.hot = newHotKeys(cfg)
 	replicas := newReplicaReads(cfg, d.rdb, d.redisBreaker) // nil unless REDIS_REPLICA_READS
 	if replicas != nil {
