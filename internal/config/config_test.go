@@ -84,6 +84,8 @@ var configErrorCases = []struct {
 	{"admin port out of range", map[string]string{"ADMIN_ADDR": "localhost:99999"}, "ADMIN_ADDR", "want host:port"},
 	// The detector keeps twice as many candidates: near the int limit the
 	// count wrapped negative and detection silently stopped.
+	{"OTLP endpoint without a scheme", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "otel-collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT", "want an http or https URL"},
+	{"OTLP traces endpoint garbage", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "garbage"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "garbage"},
 	{"hot-key top huge", map[string]string{"HOT_KEY_TOP": "9223372036854775807"}, "HOT_KEY_TOP", "at most 10000"},
 	// The statement timeout was capped by the lock TTL: raising
 	// REQUEST_TIMEOUT, as the message said, would not help.

@@ -1,5 +1,7 @@
 package config
 
+import "net/url"
+
 // Tracing is the standard OpenTelemetry environment this app reads
 // through getenv; the SDK and the exporter read the rest of it (headers,
 // sampler, batch sizes, OTEL_RESOURCE_ATTRIBUTES) from the process itself.
@@ -11,11 +13,26 @@ type Tracing struct {
 }
 
 func readTracing(p *envParser) Tracing {
-	return Tracing{
+	t := Tracing{
 		Exporter:       p.oneOf("OTEL_TRACES_EXPORTER", "", "", "otlp", "none"),
 		Endpoint:       p.str("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
 		TracesEndpoint: p.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""),
 		ServiceName:    p.str("OTEL_SERVICE_NAME", "stampede-guard"),
+	}
+	p.endpoint("OTEL_EXPORTER_OTLP_ENDPOINT", t.Endpoint)
+	p.endpoint("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", t.TracesEndpoint)
+	return t
+}
+
+// endpoint checks an OTLP/HTTP endpoint: an http or https URL with a host.
+// A malformed one was accepted and every export failed in the background,
+// seen only at shutdown ("no Host in request URL").
+func (p *envParser) endpoint(name, v string) {
+	if v == "" {
+		return
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail(name, v, "want an http or https URL with a host (e.g. http://otel-collector:4318)")
 	}
 }
 
