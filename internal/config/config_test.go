@@ -86,6 +86,10 @@ var configErrorCases = []struct {
 	// count wrapped negative and detection silently stopped.
 	{"OTLP endpoint without a scheme", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "otel-collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT", "want an http or https URL"},
 	{"OTLP traces endpoint garbage", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "garbage"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "garbage"},
+	// The TTL chain doubles them: past a year they are refused, not
+	// wrapped into a soft TTL "shorter than" a hard one it should raise.
+	{"soft TTL past a year", map[string]string{"CACHE_SOFT_TTL": "1500000h"}, "CACHE_SOFT_TTL", "at most 8760h0m0s"},
+	{"hard TTL past a year", map[string]string{"CACHE_TTL": "2000000h"}, "CACHE_TTL", "at most 8760h0m0s"},
 	{"hot-key top huge", map[string]string{"HOT_KEY_TOP": "9223372036854775807"}, "HOT_KEY_TOP", "at most 10000"},
 	// The statement timeout was capped by the lock TTL: raising
 	// REQUEST_TIMEOUT, as the message said, would not help.

@@ -18,9 +18,9 @@ type cacheTTLs struct {
 // set (defaults 1 s, 30 s, 10 min). L1_TTL=0 turns the L1 off.
 func readTTLs(p *envParser) cacheTTLs {
 	t := cacheTTLs{l1Set: p.set("L1_TTL"), softSet: p.set("CACHE_SOFT_TTL"), hardSet: p.set("CACHE_TTL")}
-	t.L1 = p.durationOrZero("L1_TTL", time.Second)
-	t.Soft = p.duration("CACHE_SOFT_TTL", 30*time.Second)
-	t.Hard = p.duration("CACHE_TTL", 10*time.Minute)
+	t.L1 = atMostTTL(p, "L1_TTL", p.durationOrZero("L1_TTL", time.Second))
+	t.Soft = atMostTTL(p, "CACHE_SOFT_TTL", p.duration("CACHE_SOFT_TTL", 30*time.Second))
+	t.Hard = atMostTTL(p, "CACHE_TTL", p.duration("CACHE_TTL", 10*time.Minute))
 	if !t.softSet && t.l1Set {
 		t.Soft = max(t.Soft, 2*t.L1)
 	}
@@ -39,6 +39,20 @@ func readTTLs(p *envParser) cacheTTLs {
 		t.L1 = t.Soft / 2
 	}
 	return t
+}
+
+// maxTTL bounds each TTL: the chain doubles them, and near
+// time.Duration's limit CACHE_SOFT_TTL=1500000h wrapped negative and was
+// refused against a CACHE_TTL it should have raised. A year is past any
+// cache.
+const maxTTL = 365 * 24 * time.Hour
+
+func atMostTTL(p *envParser, name string, d time.Duration) time.Duration {
+	if d > maxTTL {
+		p.fail(name, p.getenv(name), "must be at most "+maxTTL.String())
+		return maxTTL
+	}
+	return d
 }
 
 func (t cacheTTLs) check() []error {
