@@ -29,9 +29,13 @@ func (c *Config) followers(p *envParser) {
 	// A graceful shutdown waits for requests that are still within their
 	// deadline: REQUEST_TIMEOUT=30s alone was cut at 10 s.
 	c.ShutdownTimeout = p.duration("SHUTDOWN_TIMEOUT", max(defaultShutdown, c.RequestTimeout))
-	// Static keys are repaired at least twice in their TTL: STATIC_TTL=1m
-	// alone was refused against a repair period nobody had set.
+	// Static keys are repaired at least twice in their TTL, whichever of
+	// the two was set: STATIC_TTL=1m alone was refused against a repair
+	// period nobody had set, STATIC_REPAIR_PERIOD=48h against the TTL.
 	c.StaticRepair = p.duration("STATIC_REPAIR_PERIOD", min(defaultStaticRepair, c.StaticTTL/2))
+	if !p.set("STATIC_TTL") && p.set("STATIC_REPAIR_PERIOD") {
+		c.StaticTTL = max(c.StaticTTL, 2*c.StaticRepair)
+	}
 	c.RateLimitKey = p.str("RATE_LIMIT_KEY", keyRate(c.RateLimit))
 }
 

@@ -17,6 +17,15 @@ var followCases = []struct {
 	env   map[string]string
 	check func(Config) error
 }{
+	{"STATIC_REPAIR_PERIOD=48h: the TTL outlasts two repairs", map[string]string{"STATIC_REPAIR_PERIOD": "48h"}, func(c Config) error {
+		return want("STATIC_TTL", c.StaticTTL, 96*time.Hour)
+	}},
+	{"HOT_KEY_L1_TTL=40s: the soft TTL rises past it", map[string]string{"HOT_KEY_L1_TTL": "40s"}, func(c Config) error {
+		return want("CACHE_SOFT_TTL", c.CacheSoftTTL, 80*time.Second)
+	}},
+	{"HOT_KEY_L1_TTL=100ms: L1_TTL comes down to it", map[string]string{"HOT_KEY_L1_TTL": "100ms"}, func(c Config) error {
+		return want("L1_TTL", c.L1TTL, 100*time.Millisecond)
+	}},
 	{"STATIC_TTL=1m: repairs twice per TTL", map[string]string{"STATIC_TTL": "1m"}, func(c Config) error {
 		return want("STATIC_REPAIR_PERIOD", c.StaticRepair, 30*time.Second)
 	}},

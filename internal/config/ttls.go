@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -21,10 +22,20 @@ func readTTLs(p *envParser) cacheTTLs {
 	t.L1 = atMostTTL(p, "L1_TTL", p.durationOrZero("L1_TTL", time.Second))
 	t.Soft = atMostTTL(p, "CACHE_SOFT_TTL", p.duration("CACHE_SOFT_TTL", 30*time.Second))
 	t.Hard = atMostTTL(p, "CACHE_TTL", p.duration("CACHE_TTL", 10*time.Minute))
-	if !t.softSet && t.l1Set {
-		t.Soft = max(t.Soft, 2*t.L1)
+	// A hot key's L1 TTL sits in the same chain (L1_TTL ≤ it < soft):
+	// set, it moves the unset ends as L1_TTL does. Read quietly here; a
+	// malformed one is reported by readHotKeys.
+	hotL1, err := time.ParseDuration(strings.TrimSpace(p.getenv("HOT_KEY_L1_TTL")))
+	if err != nil || hotL1 <= 0 || hotL1 > maxTTL {
+		hotL1 = 0
 	}
-	if !t.hardSet && (t.softSet || t.l1Set) {
+	if !t.l1Set && hotL1 > 0 {
+		t.L1 = min(t.L1, hotL1)
+	}
+	if !t.softSet && (t.l1Set || hotL1 > 0) {
+		t.Soft = max(t.Soft, 2*t.L1, 2*hotL1)
+	}
+	if !t.hardSet && (t.softSet || t.l1Set || hotL1 > 0) {
 		t.Hard = max(t.Hard, 2*t.Soft)
 	}
 	if !t.softSet && t.Soft >= t.Hard {
