@@ -85,12 +85,25 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	// Bind first: a busy port fails in milliseconds, not after the
-	// database connect and migrations.
+	// database connect and migrations. Serve at once, too: until the API
+	// exists, handlers.Starting answers (liveness yes, readiness no, the
+	// rest 503), so no accepted connection waits for the start.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	defer ln.Close() // no-op once Serve has taken it; frees it on early errors
+	handler := newSwapHandler(handlers.Starting())
+	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).
+	srv := server.New(handler, cfg.WriteTimeout, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	serving := false // from then on shutdown stops the server
+	defer func() {
+		if !serving { // a start that failed: close it, and wait for Serve
+			_ = srv.Close()
+			<-serveErr
+		}
+	}()
 
 	d, err := openDeps(ctx, cfg, tr, log)
 	if err != nil {
@@ -123,10 +136,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		}
 		defer stopAdmin()
 	}
-	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).
-	srv := server.New(s.handler, cfg.WriteTimeout, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	handler.set(s.handler)
+	serving = true
 
 	// Liveness answers during warm-up; readiness waits for it.
 	warm(ctx, d)

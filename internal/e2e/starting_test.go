@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestStartAnswersWhileDependenciesOpen: the listener is bound before the
+// dependencies open, so a start held up in them (here the products table
+// locked, as another instance's migration would lock it) left every
+// accepted connection unanswered until it ended, /healthz included. Now
+// the instance answers from the moment it is bound: liveness 200,
+// readiness 503 "starting", the API 503 with Retry-After, each at once.
+func TestStartAnswersWhileDependenciesOpen(t *testing.T) {
+	env := testEnv(t)
+	// A first start migrates the database, so there is a table to lock.
+	if _, stop := startApp(t, env); stop() != nil {
+		t.Fatal("first start did not stop cleanly")
+	}
+	_, release := lockTable(t, env["DATABASE_URL"], "products")
+
+	env = maps.Clone(env)
+	env["HTTP_ADDR"] = freeAddr(t)
+	a := launchApp(t, env)
+	base := "http://" + env["HTTP_ADDR"]
+	client := &http.Client{Timeout: 2 * time.Second}
+
+	// Wait for the bind (connection refused until then), not for an answer.
+	var health *http.Response
+	for deadline := time.Now().Add(listenWait); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if health, err = client.Get(base + "/healthz"); err == nil {
+			health.Body.Close()
+			break
+		}
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("GET /healthz while starting: no answer within %v (the start holds accepted connections)", client.Timeout)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /healthz: %v after %v", err, listenWait)
+		}
+	}
+	if len(a.logs.records("listening")) > 0 {
+		t.Fatal(`the start finished before the table lock held it: this test did not see the start`)
+	}
+	if health.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz while starting: %d, want 200 (alive)", health.StatusCode)
+	}
+	cases := []struct {
+		path       string
+		status     int
+		retryAfter bool
+		body       string // a field of the JSON body: "status" or "error"
+	}{
+		{"/readyz", http.StatusServiceUnavailable, false, "status"},
+		{"/products/1", http.StatusServiceUnavailable, true, "error"},
+		{"/orders/1", http.StatusServiceUnavailable, true, "error"},
+	}
+	for _, tc := range cases {
+		resp, err := client.Get(base + tc.path)
+		if err != nil {
+			t.Errorf("GET %s while starting: %v", tc.path, err)
+			continue
+		}
+		var body map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || err != nil || body[tc.body] == "" {
+			t.Errorf("GET %s while starting: %d %v (decode: %v), want %d with %q", tc.path, resp.StatusCode, body, err, tc.status, tc.body)
+		}
+		if got := resp.Header.Get("Retry-After") != ""; got != tc.retryAfter {
+			t.Errorf("GET %s while starting: Retry-After %q, want one: %v", tc.path, resp.Header.Get("Retry-After"), tc.retryAfter)
+		}
+	}
+
+	// The lock gone, the start ends and the API takes over.
+	release()
+	a.waitListening()
+	resp, err := client.Get(base + "/readyz")
+	if err != nil {
+		t.Fatalf("GET /readyz after the start: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /readyz after the start: %d, want 200", resp.StatusCode)
+	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago, for a test
+// that must know the address before the app logs it.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
