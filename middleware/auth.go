@@ -150,6 +150,34 @@ func (a *Auth) Identify() gin.HandlerFunc {
 	}
 }
 
+// Believed reports whether c carries a key this instance believes without
+// asking the store: a static key, or one a lookup verified within
+// CacheTTL. It never looks a key up and spends no budget.
+func (a *Auth) Believed(c *gin.Context) bool {
+	key, presented := bearer(c.GetHeader("Authorization"))
+	if !presented {
+		return false
+	}
+	return a.believed(sha256.Sum256([]byte(key)), time.Now())
+}
+
+// believed reports whether sum is a static key's hash (compared in
+// constant time, every one of them, so timing says nothing about which or
+// how close) or a key's verified before now + CacheTTL.
+func (a *Auth) believed(sum [32]byte, now time.Time) bool {
+	match := 0
+	for i := range a.static {
+		match |= subtle.ConstantTimeCompare(a.static[i][:], sum[:])
+	}
+	if match == 1 {
+		return true
+	}
+	a.mu.Lock()
+	until, hit := a.verified[sum]
+	a.mu.Unlock()
+	return hit && now.Before(until)
+}
+
 // bearer extracts the token of an "Authorization: Bearer <token>" header.
 // The scheme is case-insensitive (RFC 9110 §11.1); the token must be
 // printable ASCII and of a sane length. Only spaces separate it from the
@@ -172,27 +200,16 @@ func bearer(h string) (string, bool) {
 	return token, true
 }
 
-// valid reports whether sum is a key's hash: a static key (compared in
-// constant time, every one of them, so timing says nothing about which or
-// how close), a recently verified key, or a key in the store (a lookup
-// client's budget and the instance's pay for).
+// valid reports whether sum is a key's hash: a believed one (static, or
+// recently verified), or a key in the store (a lookup the client's budget
+// and the instance's pay for).
 func (a *Auth) valid(ctx context.Context, sum [32]byte, lookups *lookupBudget, client string) (bool, error) {
-	match := 0
-	for i := range a.static {
-		match |= subtle.ConstantTimeCompare(a.static[i][:], sum[:])
-	}
-	if match == 1 {
+	now := time.Now()
+	if a.believed(sum, now) {
 		return true, nil
 	}
 	if a.cfg.Store == nil {
 		return false, nil
-	}
-	now := time.Now()
-	a.mu.Lock()
-	until, hit := a.verified[sum]
-	a.mu.Unlock()
-	if hit && now.Before(until) {
-		return true, nil
 	}
 	if err := lookups.allow(client); err != nil {
 		return false, err

@@ -42,9 +42,21 @@ func RateLimitNamed(name string, perIP, perKey *limiter.Limiter, log *slog.Logge
 // RateLimitBeforeAuth counts the address against perIP before a key is
 // checked (write routes), so made-up keys spend the sender's own budget
 // before they cost a lookup; the class chain's RateLimitPer after it then
-// does not count the same request's address again.
-func RateLimitBeforeAuth(perIP *limiter.Limiter, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
-	return rateLimit("", perIP, nil, true, log, onLimited)
+// does not count the same request's address again. A request whose key
+// believed says this instance already knows (a static key, or one looked up
+// lately: no lookup to pay for) is left to the class chain, which counts it
+// against its key's budget (RATE_LIMIT_KEY) and not its address's: a
+// keyed writer spent the address's budget, and every anonymous read from
+// its office with it.
+func RateLimitBeforeAuth(perIP *limiter.Limiter, believed func(*gin.Context) bool, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
+	count := rateLimit("", perIP, nil, true, log, onLimited)
+	return func(c *gin.Context) {
+		if believed != nil && believed(c) {
+			c.Next()
+			return
+		}
+		count(c)
+	}
 }
 
 // ipCounted marks a request whose address RateLimitBeforeAuth counted.

@@ -151,7 +151,7 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 	}
 	classes.Authorize = auth.Require()
 	if lim != nil {
-		classes.BeforeAuth = []gin.HandlerFunc{middleware.RateLimitBeforeAuth(lim, log, refused("rate_limited", "critical"))}
+		classes.BeforeAuth = []gin.HandlerFunc{middleware.RateLimitBeforeAuth(lim, auth.Believed, log, refused("rate_limited", "critical"))}
 	}
 	// Checkout: the caller's key (if valid) scopes its Idempotency-Key and
 	// its order budget (the class chain identified it already when

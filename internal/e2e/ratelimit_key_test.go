@@ -54,3 +54,35 @@ func TestRateLimitPerKey(t *testing.T) {
 		t.Errorf("spent key from another address: got %d, want 429", r.StatusCode)
 	}
 }
+
+// TestKeyedWritesSpareTheAddress: a write with a key the instance already
+// believes counts against the key's budget only. The per-IP limit that runs
+// before the key check (TestRateLimitBeforeKeyCheck: made-up keys pay it)
+// charged keyed writes too, so a keyed writer spent its address's budget
+// and refused every anonymous read from that address with it.
+func TestKeyedWritesSpareTheAddress(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	key := "ratelimit-key-" + dbtest.Unique()
+	env["API_KEYS"] = key
+	env["TRUSTED_PROXIES"] = "127.0.0.1/32"
+	env["RATE_LIMIT"] = "2-M"
+	env["RATE_LIMIT_KEY"] = "" // follows: 20-M
+	base, _ := startApp(t, env)
+	ip := "2001:db8:" + dbtest.Unique()[:4] + "::1" // its own /64 each run
+
+	for i := range 4 {
+		h := map[string]string{"X-Forwarded-For": ip, "Authorization": "Bearer " + key}
+		resp, body := call(t, "POST", base+"/products", h, `{"name":"keyed","price_cents":1}`)
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("X-RateLimit-Limit") != "20" {
+			t.Fatalf("keyed write #%d: got %d limit %q %s, want 201 on the key's budget (limit 20)",
+				i, resp.StatusCode, resp.Header.Get("X-RateLimit-Limit"), body)
+		}
+	}
+	for i := range 2 {
+		resp, body := call(t, "GET", base+"/products/21", map[string]string{"X-Forwarded-For": ip}, "")
+		if resp.StatusCode == http.StatusTooManyRequests {
+			t.Fatalf("anonymous read #%d after keyed writes: 429 %s, want the address's budget untouched", i, body)
+		}
+	}
+}
