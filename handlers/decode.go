@@ -177,18 +177,28 @@ func canonicalInt(s string) (int64, bool) {
 // ambiguous as a JSON body with a key twice (a proxy or cache in front may
 // read the other one), so it is refused rather than half-read.
 func queryInt(c *gin.Context, name string, def, lo, hi int64) (int64, error) {
-	vs, ok := c.GetQueryArray(name)
-	if !ok {
-		return def, nil
+	v, ok, err := queryOnce(c, name)
+	if err != nil || !ok {
+		return def, err
 	}
-	if len(vs) > 1 {
-		return 0, badRequest(fmt.Sprintf("%s given %d times; give it once", name, len(vs)))
-	}
-	n, ok := canonicalInt(vs[0])
+	n, ok := canonicalInt(v)
 	if !ok || n < lo || n > hi {
 		return 0, badRequest(fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi))
 	}
 	return n, nil
+}
+
+// queryOnce returns an optional query parameter, refused when given more
+// than once (see queryInt).
+func queryOnce(c *gin.Context, name string) (v string, ok bool, err error) {
+	vs, ok := c.GetQueryArray(name)
+	switch {
+	case !ok:
+		return "", false, nil
+	case len(vs) > 1:
+		return "", false, badRequest(fmt.Sprintf("%s given %d times; give it once", name, len(vs)))
+	}
+	return vs[0], true, nil
 }
 
 // outOfRange tells an integer too large for its field (`"quantity":

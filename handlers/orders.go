@@ -112,6 +112,18 @@ func printableASCII(s string) bool {
 	return true
 }
 
+// orderToken is the order token of a read: the X-Order-Token header, else
+// ?token=; either given twice is refused.
+func orderToken(c *gin.Context) (string, error) {
+	if hs := c.Request.Header.Values(orderTokenHeader); len(hs) > 1 {
+		return "", badRequest(fmt.Sprintf("%s given %d times; give it once", orderTokenHeader, len(hs)))
+	} else if len(hs) == 1 && hs[0] != "" {
+		return hs[0], nil
+	}
+	token, _, err := queryOnce(c, "token")
+	return token, err
+}
+
 // get answers the order a checkout created (the Location of POST /orders)
 // to the holder of its token: 401 without one, and the same 404 for a wrong
 // token as for an absent order, so ids cannot be enumerated.
@@ -121,9 +133,12 @@ func (h *Orders) get(c *gin.Context) {
 		writeError(c, h.errs, err)
 		return
 	}
-	token := c.GetHeader(orderTokenHeader)
-	if token == "" {
-		token = c.Query("token")
+	// One token, given once: with two, a proxy or log in front may read
+	// the other one (as with a query parameter or a JSON key given twice).
+	token, err := orderToken(c)
+	if err != nil {
+		writeError(c, h.errs, err)
+		return
 	}
 	if token == "" {
 		c.Header("WWW-Authenticate", `OrderToken realm="stampede-guard"`)

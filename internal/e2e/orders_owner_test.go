@@ -70,6 +70,24 @@ func TestOrdersReadableOnlyByOwner(t *testing.T) {
 			t.Errorf("GET %s: body %s echoes the token", r.path, body)
 		}
 	}
+	// A token given twice is refused, whichever comes first: a proxy or log
+	// in front may read the other one (it answered the first one's 200).
+	for _, q := range []string{loc + "&token=bogus", fmt.Sprintf("/orders/%d?token=bogus&token=%s", last, url.QueryEscape(token))} {
+		if resp, body := call(t, "GET", base+q, nil, ""); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET %s: got %d (body %s), want 400", q, resp.StatusCode, body)
+		}
+	}
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/orders/%d", base, last), nil)
+	req.Header.Add("X-Order-Token", token)
+	req.Header.Add("X-Order-Token", "bogus")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /orders/%d with X-Order-Token twice: %v", last, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /orders/%d with X-Order-Token twice: got %d, want 400", last, resp.StatusCode)
+	}
 	// Another order's token opens only its own order.
 	if resp, _ := call(t, "GET", fmt.Sprintf("%s/orders/%d?token=%s", base, ids[0], url.QueryEscape(token)), nil, ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("order %d with order %d's token: got %d, want 404", ids[0], last, resp.StatusCode)
