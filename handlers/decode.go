@@ -24,9 +24,20 @@ const MaxBody = 1 << 20
 // anything is read, so a client that sent Expect: 100-continue never gets
 // its 100 Continue.
 func decodeJSON(c *gin.Context, dst any) error {
-	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	mt, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return &requestError{status: http.StatusUnsupportedMediaType, msg: "Content-Type must be application/json"}
+	}
+	// JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset
+	// was read as UTF-8 anyway, and a compressed one as if it were not.
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return &requestError{status: http.StatusUnsupportedMediaType, msg: "JSON bodies are UTF-8: send charset=utf-8 or no charset"}
+	}
+	for _, ce := range c.Request.Header.Values("Content-Encoding") {
+		if !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+			c.Header("Accept-Encoding", "identity") // RFC 9110 §12.5.3
+			return &requestError{status: http.StatusUnsupportedMediaType, msg: "Content-Encoding is not supported: send the body uncompressed"}
+		}
 	}
 	if c.Request.ContentLength > MaxBody {
 		return tooLarge()

@@ -124,6 +124,43 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+// TestBodyCodingRefused: a body in another charset than JSON's UTF-8, or
+// with a content coding, is 415 before the store: both were read as plain
+// UTF-8 (a gzip header on a plain body placed an order).
+func TestBodyCodingRefused(t *testing.T) {
+	tests := []struct {
+		name, contentType, encoding string
+		want                        int
+	}{
+		{"charset UTF-8 in capitals", "application/json; charset=UTF-8", "", http.StatusCreated},
+		{"identity coding", "application/json", "identity", http.StatusCreated},
+		{"latin-1", "application/json; charset=latin1", "", http.StatusUnsupportedMediaType},
+		{"utf-16", "application/json; charset=utf-16", "", http.StatusUnsupportedMediaType},
+		{"gzip", "application/json", "gzip", http.StatusUnsupportedMediaType},
+		{"identity then gzip", "application/json", "identity, gzip", http.StatusUnsupportedMediaType},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/products", strings.NewReader(`{"name":"a","price_cents":1}`))
+			req.Header.Set("Content-Type", tc.contentType)
+			if tc.encoding != "" {
+				req.Header.Set("Content-Encoding", tc.encoding)
+			}
+			store := fakeProducts{}
+			if tc.want != http.StatusCreated {
+				store.err = errors.New("store must not be called")
+			}
+			rec := serve(t, store, req)
+			if rec.Code != tc.want {
+				t.Errorf("got %d, want %d (body %s)", rec.Code, tc.want, rec.Body)
+			}
+			if tc.encoding == "gzip" && rec.Header().Get("Accept-Encoding") != "identity" {
+				t.Errorf("415 for a coding: Accept-Encoding %q, want identity", rec.Header().Get("Accept-Encoding"))
+			}
+		})
+	}
+}
+
 // serve answers req with the API's routes over store.
 func serve(t *testing.T, store productStore, req *http.Request) *httptest.ResponseRecorder {
 	t.Helper()
