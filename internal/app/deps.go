@@ -76,6 +76,8 @@ func (d *deps) openDatabase(ctx context.Context, tr *telemetry.Tracing) error {
 		if err := migrate(ctx, cfg, main, log); err != nil {
 			return err
 		}
+	} else if err := checkSchema(ctx, main, log); err != nil {
+		return err
 	}
 	reports, err := db.Open(ctx, dbConfig(cfg, "reports", cfg.ReportsMaxConns, tr.QueryTracer(), log))
 	if err != nil {

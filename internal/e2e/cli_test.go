@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"net/url"
 	"slices"
@@ -162,6 +163,30 @@ func TestMigrateOnStartOff(t *testing.T) {
 	if resp, raw := call(t, "GET", base+"/products/1", nil, ""); resp.StatusCode != 200 {
 		t.Errorf("GET /products/1 on the migrated products table: %d %s", resp.StatusCode, raw)
 	}
+	// The pending migration is said once, at start.
+	recs := a.logs.records("migrations pending: the schema is behind this build until `api migrate up` runs")
+	if len(recs) != 1 || fmt.Sprint(recs[0]["pending"]) != "[5]" {
+		t.Errorf("MIGRATE_ON_START=false one migration behind: pending warnings %v, want one naming [5]", recs)
+	}
+}
+
+// TestStartRefusesNoSchema: with MIGRATE_ON_START=false on a database that
+// was never migrated, the start refuses, saying what to run. It served
+// /readyz 200 and answered every route 500 ("relation does not exist").
+func TestStartRefusesNoSchema(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t, map[string]string{"MIGRATE_ON_START": "false", "HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "off",
+		"CACHE_SIGNING_KEY": "a configured key of at least 32 bytes"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, envOf(env), &logCapture{})
+	if err == nil || !strings.Contains(err.Error(), "api migrate up") {
+		t.Fatalf("run on an unmigrated database: got %v, want a refusal saying to run `api migrate up`", err)
+	}
+	conn := dbConn(t, env["DATABASE_URL"])
+	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`); got != 0 {
+		t.Errorf("the refused start left %d tables, want none (MIGRATE_ON_START=false touches nothing)", got)
+	}
 }
 
 // TestNoArgumentsServes: the binary with no argument is the server.
@@ -204,7 +229,7 @@ func TestStartNeedsTheSigningKey(t *testing.T) {
 	}
 }
 
-// newestTable is created by the newest migration (00004_cache_signing_key.sql): the
+// newestTable is created by the newest migration (00005_cache_signing_key.sql): the
 // one `migrate down` removes.
 const newestTable = "cache_signing_key"
 
