@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-guard/api/cache"
@@ -224,10 +225,25 @@ func (c *Config) check(p *envParser, layering []error) {
 	checkGuards(p, *c) // trusted proxies, admin token and address (guards.go)
 	p.rate("RATE_LIMIT", c.RateLimit, "100-S")
 	p.rate("RATE_LIMIT_KEY", c.RateLimitKey, "1000-S")
+	p.postgresURL("DATABASE_URL", c.DatabaseURL)
+	p.postgresURL("DATABASE_DIRECT_URL", c.DatabaseDirectURL)
+	p.postgresURL("DATABASE_READ_URL", c.DatabaseReadURL)
 	p.errs = append(p.errs, layering...)
 	if c.StaticRepair >= c.StaticTTL {
 		p.errs = append(p.errs, fmt.Errorf("config: STATIC_REPAIR_PERIOD=%s must be shorter than STATIC_TTL=%s, or static keys expire between repairs; change one of them",
 			c.StaticRepair, c.StaticTTL))
+	}
+}
+
+// postgresURL checks a PostgreSQL connection string as pgx reads it: the
+// pool's own error came at start, as "db main: parse url", naming no
+// variable. pgx's message hides the password.
+func (p *envParser) postgresURL(name, v string) {
+	if v == "" {
+		return
+	}
+	if _, err := pgconn.ParseConfig(v); err != nil {
+		p.errs = append(p.errs, fmt.Errorf("config: %s: %v (want postgres://user:password@host:5432/db?sslmode=disable)", name, err))
 	}
 }
 

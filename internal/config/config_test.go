@@ -90,6 +90,10 @@ var configErrorCases = []struct {
 	// wrapped into a soft TTL "shorter than" a hard one it should raise.
 	{"soft TTL past a year", map[string]string{"CACHE_SOFT_TTL": "1500000h"}, "CACHE_SOFT_TTL", "at most 8760h0m0s"},
 	{"hard TTL past a year", map[string]string{"CACHE_TTL": "2000000h"}, "CACHE_TTL", "at most 8760h0m0s"},
+	// The pool's own error named no variable; pgx's hides the password.
+	{"database URL not a URL", map[string]string{"DATABASE_URL": "notaurl"}, "DATABASE_URL", "notaurl"},
+	{"database URL with a bad port", map[string]string{"DATABASE_URL": "postgres://u:secret-pw@db:badport/x"}, "DATABASE_URL", "invalid port"},
+	{"read replica URL with a bad sslmode", map[string]string{"DATABASE_READ_URL": "postgres://db/x?sslmode=bogus"}, "DATABASE_READ_URL", "sslmode"},
 	{"hot-key top huge", map[string]string{"HOT_KEY_TOP": "9223372036854775807"}, "HOT_KEY_TOP", "at most 10000"},
 	// The statement timeout was capped by the lock TTL: raising
 	// REQUEST_TIMEOUT, as the message said, would not help.
@@ -109,6 +113,9 @@ func TestLoadConfigErrors(t *testing.T) {
 			}
 			if !strings.Contains(msg, tc.wantValue) {
 				t.Errorf("error %q: got no %s, want the bad value", msg, tc.wantValue)
+			}
+			if strings.Contains(msg, "secret-pw") {
+				t.Errorf("error %q shows a password", msg)
 			}
 			if strings.ContainsAny(msg, "\r\n") {
 				t.Errorf("error %q: got several lines, want one (one mistake in the environment)", msg)
