@@ -35,7 +35,7 @@ func startAdmin(ctx context.Context, d *deps, m *telemetry.Metrics, reads *admin
 	}
 	if err != nil {
 		stopWatch()
-		return nil, err
+		return nil, fmt.Errorf("%w (ADMIN_ADDR; \"off\" disables the admin listener)", err)
 	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -90,7 +90,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// rest 503), so no accepted connection waits for the start.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		return fmt.Errorf("listen %s (HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	handler := newSwapHandler(handlers.Starting())
 	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).

@@ -55,8 +55,8 @@ func TestExplicitBusyAdminAddrFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = run(ctx, envOf(env), &logCapture{})
-	if err == nil || !strings.Contains(err.Error(), "admin listen "+busy.Addr().String()) {
-		t.Fatalf("run with a busy ADMIN_ADDR: got %v, want an admin listen error", err)
+	if err == nil || !strings.Contains(err.Error(), "admin listen "+busy.Addr().String()) || !strings.Contains(err.Error(), "ADMIN_ADDR") {
+		t.Fatalf("run with a busy ADMIN_ADDR: got %v, want an admin listen error naming ADMIN_ADDR", err)
 	}
 }
 
@@ -75,8 +75,8 @@ func TestBusyHTTPAddrFailsFast(t *testing.T) {
 	}
 	start := time.Now()
 	err = run(context.Background(), envOf(env), &logCapture{})
-	if err == nil || !strings.Contains(err.Error(), "listen "+busy.Addr().String()) {
-		t.Fatalf("run: got %v, want a listen error", err)
+	if err == nil || !strings.Contains(err.Error(), "listen "+busy.Addr().String()) || !strings.Contains(err.Error(), "HTTP_ADDR") {
+		t.Fatalf("run: got %v, want a listen error naming HTTP_ADDR", err)
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("busy HTTP_ADDR reported after %s, want before any database work", took)
