@@ -108,15 +108,7 @@ func TestDecodeJSON(t *testing.T) {
 			if tc.contentType != "" {
 				req.Header.Set("Content-Type", tc.contentType)
 			}
-			// A store that fails: reaching it with a bad body would be a 500.
-			store := fakeProducts{}
-			if tc.want != http.StatusCreated {
-				store.err = errors.New("store must not be called")
-			}
-			rec := serve(t, store, req)
-			if rec.Code != tc.want {
-				t.Errorf("got %d, want %d (body %s)", rec.Code, tc.want, rec.Body)
-			}
+			rec := serveWant(t, req, tc.want)
 			if strings.Contains(rec.Body.String(), `field \"\"`) {
 				t.Errorf("error names an empty field: %s", rec.Body)
 			}
@@ -146,19 +138,27 @@ func TestBodyCodingRefused(t *testing.T) {
 			if tc.encoding != "" {
 				req.Header.Set("Content-Encoding", tc.encoding)
 			}
-			store := fakeProducts{}
-			if tc.want != http.StatusCreated {
-				store.err = errors.New("store must not be called")
-			}
-			rec := serve(t, store, req)
-			if rec.Code != tc.want {
-				t.Errorf("got %d, want %d (body %s)", rec.Code, tc.want, rec.Body)
-			}
+			rec := serveWant(t, req, tc.want)
 			if tc.encoding == "gzip" && rec.Header().Get("Accept-Encoding") != "identity" {
 				t.Errorf("415 for a coding: Accept-Encoding %q, want identity", rec.Header().Get("Accept-Encoding"))
 			}
 		})
 	}
+}
+
+// serveWant answers req over a store that fails unless want is 201 (a bad
+// body reaching the store would be a 500), and checks the status.
+func serveWant(t *testing.T, req *http.Request, want int) *httptest.ResponseRecorder {
+	t.Helper()
+	store := fakeProducts{}
+	if want != http.StatusCreated {
+		store.err = errors.New("store must not be called")
+	}
+	rec := serve(t, store, req)
+	if rec.Code != want {
+		t.Errorf("got %d, want %d (body %s)", rec.Code, want, rec.Body)
+	}
+	return rec
 }
 
 // serve answers req with the API's routes over store.
