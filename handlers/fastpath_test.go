@@ -43,7 +43,11 @@ func TestProductHeaders(t *testing.T) {
 		{"miss", answerProducts{f: repo.Freshness{Status: cache.Miss, TTL: 30 * time.Second}}, map[string]string{
 			"X-Cache": "MISS", "Cache-Status": "stampede-guard; fwd=miss; stored; ttl=30"}},
 		{"not found", answerProducts{f: repo.Freshness{Status: cache.Hit, TTL: 5 * time.Second}, err: repo.ErrNotFound}, map[string]string{
-			"X-Cache": "HIT", "Cache-Control": "no-store", "Etag": "", "Last-Modified": ""}},
+			"X-Cache": "HIT", "Cache-Control": "no-store", "Etag": "", "Last-Modified": "", "Age": ""}},
+		// A cached 404 says its age too: its max-age is the negative TTL,
+		// and without Age a downstream cache kept it past this cache's copy.
+		{"not found with age", answerProducts{f: repo.Freshness{Status: cache.Hit, TTL: 5 * time.Second, Age: 25 * time.Second}, err: repo.ErrNotFound}, map[string]string{
+			"X-Cache": "HIT", "Etag": "", "Age": "25"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,13 +86,22 @@ func (h HTTPCache) notFound() string {
 func seconds(d time.Duration) int64 { return int64(max(0, d/time.Second)) }
 
 // validators adds what a client needs to revalidate a product: its ETag,
-// its Last-Modified, and the Age of the copy we serve, so a downstream
-// cache counts its freshness from when PostgreSQL was read, not from now.
+// its Last-Modified, and the Age of the copy we serve (addAge).
 func validators(hs *headers, etag, lastModified string, age time.Duration) {
 	hs.add("Etag", etag)
 	if lastModified != "" {
 		hs.add("Last-Modified", lastModified)
 	}
+	addAge(hs, age)
+}
+
+// addAge adds the Age of the copy we serve, so a downstream cache counts
+// its freshness from when PostgreSQL was read, not from now. Where
+// TTL_JITTER shortened the entry's life (modes without a stale window, and
+// 404s), Age includes the cut: max-age − Age is then exactly the time the
+// entry has left here, and a downstream cache never keeps a copy longer
+// than this cache does.
+func addAge(hs *headers, age time.Duration) {
 	if s := seconds(age); s > 0 {
 		hs.add("Age", strconv.FormatInt(s, 10))
 	}

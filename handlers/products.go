@@ -110,6 +110,7 @@ func (h *Products) get(c *gin.Context) {
 	if isNotFound(err) {
 		var hs headers // a product answer's headers, set at once (fastpath.go)
 		h.freshness(c, &hs, f, h.ccNotFound)
+		addAge(&hs, f.Age) // as a product's: max-age − Age is the 404's time left here
 		hs.set(c)
 	}
 	if err != nil {
