@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -42,6 +43,9 @@ func Migrate(ctx context.Context, p *Pool, fsys fs.FS, log *slog.Logger) error {
 func MigrateDown(ctx context.Context, p *Pool, fsys fs.FS, log *slog.Logger) error {
 	return withProvider(ctx, p, fsys, func(provider *goose.Provider) error {
 		r, err := provider.Down(ctx)
+		if errors.Is(err, goose.ErrNoNextVersion) {
+			return fmt.Errorf("migrate: down: nothing to roll back, no migration is applied: %w", err)
+		}
 		if err != nil {
 			return fmt.Errorf("migrate: down: %w", err)
 		}

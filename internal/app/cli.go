@@ -91,7 +91,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer pool.Close()
 	if err := job(ctx, pool, cfg); err != nil {
-		return err
+		// Say where a failure happened too, as the success line does.
+		return fmt.Errorf("%s on %s: %w", strings.Join(args, " "), describeDB(cfg.DatabaseURL), err)
 	}
 	// Say where: a job run against the wrong DATABASE_URL is found at once.
 	_, err = fmt.Fprintf(stdout, "%s: done on %s\n", strings.Join(args, " "), describeDB(cfg.DatabaseURL))

@@ -269,3 +269,15 @@ func TestMissingDatabaseSaysCreateDB(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateDownWithNothingApplied: rolling back a database with no
+// migration applied fails saying so and naming the database, as every
+// command's success line does (it said only "no next version found").
+func TestMigrateDownWithNothingApplied(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	_, err := cli(t, env["DATABASE_URL"], "migrate", "down")
+	if err == nil || !strings.Contains(err.Error(), "nothing to roll back") || !strings.Contains(err.Error(), "migrate down on database") {
+		t.Fatalf("api migrate down on a fresh database: got %v, want a failure saying nothing is applied, naming the database", err)
+	}
+}
