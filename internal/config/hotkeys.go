@@ -33,17 +33,19 @@ func readHotKeys(p *envParser, ttls cacheTTLs) HotKeySettings {
 		Threshold: p.float("HOT_KEY_THRESHOLD", 100),
 		Top:       p.atMost("HOT_KEY_TOP", p.positive("HOT_KEY_TOP", 16), maxHotKeyTop),
 	}
-	def := time.Duration(0)
-	if ttls.L1 > 0 {
-		def = max(ttls.L1, min(4*ttls.L1, ttls.Soft/2))
+	h.L1TTL = ttls.hotL1 // read with the TTL chain it belongs to (readTTLs)
+	if h.L1TTL < 0 {
+		h.L1TTL = 0
+		if ttls.L1 > 0 {
+			h.L1TTL = max(ttls.L1, min(4*ttls.L1, ttls.Soft/2))
+		}
 	}
-	h.L1TTL = p.durationOrZero("HOT_KEY_L1_TTL", def)
 	h.ReplicaReads = p.boolean("REDIS_REPLICA_READS", false)
 	if h.ReplicaReads && !p.set("REDIS_CLUSTER_ADDRS") {
 		p.fail("REDIS_REPLICA_READS", p.getenv("REDIS_REPLICA_READS"), "needs REDIS_CLUSTER_ADDRS: only a Redis Cluster's replicas are found and routed to")
 	}
 	switch v := p.getenv("HOT_KEY_L1_TTL"); {
-	case !p.set("HOT_KEY_L1_TTL"):
+	case ttls.hotL1 < 0: // unset, or malformed (said by readTTLs)
 	case h.L1TTL >= ttls.Soft:
 		p.fail("HOT_KEY_L1_TTL", v, fmt.Sprintf("must be shorter than CACHE_SOFT_TTL (%s): L1 would hide refreshes", ttls.Soft))
 	case h.L1TTL < ttls.L1:

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -13,6 +12,9 @@ type cacheTTLs struct {
 	l1Set          bool
 	softSet        bool
 	hardSet        bool
+	// hotL1 is HOT_KEY_L1_TTL as set, or -1 when unset or malformed
+	// (reported here, once); readHotKeys derives it when unset.
+	hotL1 time.Duration
 }
 
 // readTTLs reads the three TTLs; an unset one follows the ones that were
@@ -23,12 +25,9 @@ func readTTLs(p *envParser) cacheTTLs {
 	t.Soft = atMostTTL(p, "CACHE_SOFT_TTL", p.duration("CACHE_SOFT_TTL", 30*time.Second))
 	t.Hard = atMostTTL(p, "CACHE_TTL", p.duration("CACHE_TTL", 10*time.Minute))
 	// A hot key's L1 TTL sits in the same chain (L1_TTL ≤ it < soft):
-	// set, it moves the unset ends as L1_TTL does. Read quietly here; a
-	// malformed one is reported by readHotKeys.
-	hotL1, err := time.ParseDuration(strings.TrimSpace(p.getenv("HOT_KEY_L1_TTL")))
-	if err != nil || hotL1 <= 0 || hotL1 > maxTTL {
-		hotL1 = 0
-	}
+	// set, it moves the unset ends as L1_TTL does.
+	t.hotL1 = atMostTTL(p, "HOT_KEY_L1_TTL", p.durationOrZero("HOT_KEY_L1_TTL", -1))
+	hotL1 := max(t.hotL1, 0)
 	if !t.l1Set && hotL1 > 0 {
 		t.L1 = min(t.L1, hotL1)
 	}
