@@ -34,8 +34,9 @@ func TestBreakerDatabaseOutage(t *testing.T) {
 	env := testEnv(t, map[string]string{
 		"BREAKER_FAILURES": "3", "BREAKER_OPEN_MIN": "100ms", "BREAKER_OPEN_MAX": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
 		"CACHE_MODE": "swr", "CACHE_SOFT_TTL": "200ms", "L1_TTL": "0", "RATE_LIMIT": "off",
-		// The deployment's defaults otherwise: no write keys, a per-key budget.
-		"RATE_LIMIT_KEY": "", "API_KEYS": "",
+		// The deployment's defaults otherwise: no write keys, a per-key
+		// budget (set: with RATE_LIMIT off, an unset one follows it off).
+		"RATE_LIMIT_KEY": "1000-S", "API_KEYS": "",
 	})
 	link := proxyDatabase(t, env)
 	warm := productID(t)

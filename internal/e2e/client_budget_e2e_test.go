@@ -24,8 +24,9 @@ func TestClientFleetRetryBudgetDuringOutage(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t, map[string]string{
 		"BREAKER_FAILURES": "3", "BREAKER_OPEN_MIN": "1s", "BREAKER_OPEN_MAX": "1s", "DB_ACQUIRE_TIMEOUT": "500ms",
-		// The deployment's defaults otherwise: no write keys, a per-key budget.
-		"RATE_LIMIT_KEY": "", "API_KEYS": "",
+		// The deployment's defaults otherwise: no write keys, a per-key
+		// budget (set: with RATE_LIMIT off, an unset one follows it off).
+		"RATE_LIMIT_KEY": "1000-S", "API_KEYS": "",
 	})
 	link := proxyDatabase(t, env)
 	const fleet = 50
