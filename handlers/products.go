@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,7 +32,9 @@ type Products struct {
 	// from the HTTPCache policy.
 	ccFound, ccNotFound string
 	public              bool // both are public: shared caches may store them
-	errs                errorLog
+	// Their max-age, from which Age is counted (age).
+	maxAgeFound, maxAgeNotFound time.Duration
+	errs                        errorLog
 	// The fast path of a hot read (fastpath.go): Last-Modified values and
 	// answers, each formatted once rather than per read.
 	dates  httpDates
@@ -41,7 +44,8 @@ type Products struct {
 // NewProducts builds the product handlers; hc is what product reads tell
 // browsers and CDNs about caching them.
 func NewProducts(store productStore, hc HTTPCache, log *slog.Logger) *Products {
-	return &Products{store: store, ccFound: hc.found(), ccNotFound: hc.notFound(), public: hc.Enabled, errs: newErrorLog(log)}
+	return &Products{store: store, ccFound: hc.found(), ccNotFound: hc.notFound(), public: hc.Enabled,
+		maxAgeFound: hc.MaxAge, maxAgeNotFound: hc.NotFoundMaxAge, errs: newErrorLog(log)}
 }
 
 // productBody is the JSON of POST and PUT. Pointers tell a missing field
@@ -110,7 +114,7 @@ func (h *Products) get(c *gin.Context) {
 	if isNotFound(err) {
 		var hs headers // a product answer's headers, set at once (fastpath.go)
 		h.freshness(c, &hs, f, h.ccNotFound)
-		addAge(&hs, f.Age) // as a product's: max-age − Age is the 404's time left here
+		addAge(&hs, h.age(f, h.maxAgeNotFound)) // as a product's
 		hs.set(c)
 	}
 	if err != nil {
@@ -120,7 +124,7 @@ func (h *Products) get(c *gin.Context) {
 	var hs headers
 	h.freshness(c, &hs, f, h.ccFound)
 	body, etag := h.bodies.json(p) // productJSON, once per version (fastpath.go)
-	validators(&hs, etag, h.dates.lastModified(p.UpdatedAt), f.Age)
+	validators(&hs, etag, h.dates.lastModified(p.UpdatedAt), h.age(f, h.maxAgeFound))
 	// Answered from L1 or Redis like any read: a revalidation costs no query.
 	if notModified(c.Request, etag, p.UpdatedAt) {
 		hs.answer(c, http.StatusNotModified, nil)
@@ -128,6 +132,21 @@ func (h *Products) get(c *gin.Context) {
 	}
 	hs.add("Content-Type", jsonType)
 	hs.answer(c, http.StatusOK, body)
+}
+
+// age is the Age of an answer whose Cache-Control says maxAge: what makes
+// max-age − Age the time the entry has left here (f.TTL), so a downstream
+// copy never outlives this cache's. With max-age left to follow the cache
+// (the entry's own freshness) that is the time since PostgreSQL was read,
+// plus any TTL_JITTER cut; with a shorter one (HTTP_MAX_AGE, or a 404's
+// max-age capped by it) a copy is fresh downstream for at most max-age, and
+// a 404 loaded a moment ago does not arrive stale. An answer shared caches
+// may not store keeps the time since the load.
+func (h *Products) age(f repo.Freshness, maxAge time.Duration) time.Duration {
+	if !h.public {
+		return f.Age
+	}
+	return max(0, maxAge-f.TTL)
 }
 
 // freshness adds what a product read says about its freshness: how the
