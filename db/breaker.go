@@ -97,7 +97,11 @@ func isOutage(err error) bool {
 		case "08", "53", "57", "58":
 			return true
 		}
-		return false
+		// The server ended the session because the next command of a
+		// transaction came too late (idle_in_transaction_session_timeout,
+		// PostgreSQL 17's transaction_timeout): a slow link or a paused
+		// client, not the request. The transaction rolled back.
+		return pgErr.Code == "25P03" || pgErr.Code == "25P04"
 	}
 	// A connection lost mid-query surfaces as a bare (unexpected) EOF, with
 	// no net.Error around it.
