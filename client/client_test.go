@@ -112,6 +112,37 @@ func TestRetriesOnlyWhatARetryCanFix(t *testing.T) {
 	}
 }
 
+// TestStockAdjustmentIsRetriedLikeAPost: a PUT that sets a name and a
+// price may go again after a 504 (the second is a no-op), one that adjusts
+// the stock may not (a second would adjust it twice) unless If-Match makes
+// a repeat fail with 412; a 503 was not acted on, so it goes again.
+func TestStockAdjustmentIsRetriedLikeAPost(t *testing.T) {
+	five := int32(5)
+	tests := []struct {
+		name   string
+		in     ProductUpdate
+		status int
+		want   int // requests
+	}{
+		{"name and price, 504", ProductUpdate{Name: "x"}, 504, 3},
+		{"stock adjustment, 504", ProductUpdate{Name: "x", StockAdjustment: &five}, 504, 1},
+		{"stock adjustment with If-Match, 504", ProductUpdate{Name: "x", StockAdjustment: &five, IfMatch: `"abc"`}, 504, 3},
+		{"stock adjustment, 503", ProductUpdate{Name: "x", StockAdjustment: &five}, 503, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, c := serve(t, []scripted{errAnswer(tt.status, "nope")}, WithBudget(nil))
+			if _, err := c.UpdateProduct(context.Background(), 7, tt.in); err == nil {
+				t.Fatal("UpdateProduct succeeded, want the scripted error")
+			}
+			reqs := rec.requests()
+			if len(reqs) != tt.want {
+				t.Errorf("%d requests, want %d", len(reqs), tt.want)
+			}
+		})
+	}
+}
+
 // TestRetryAfterHonoured: the retry comes no sooner than the Retry-After
 // of the answer before it, in both of the header's forms.
 func TestRetryAfterHonoured(t *testing.T) {

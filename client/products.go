@@ -48,7 +48,10 @@ type NewProduct struct {
 type ProductUpdate struct {
 	Name       string `json:"name"`
 	PriceCents int64  `json:"price_cents"`
-	Stock      *int32 `json:"stock,omitempty"` // nil leaves stock unchanged
+	// StockAdjustment, when set, adds to the stock (negative removes);
+	// nil leaves it unchanged. The service has no "set the stock": that
+	// would undo orders placed since the caller read the product.
+	StockAdjustment *int32 `json:"stock_adjustment,omitempty"`
 	// IfMatch, when set, is sent as If-Match: the update happens only if
 	// the product still has this ETag (412 otherwise). A retried update
 	// whose first attempt was applied gets 412 too.
@@ -88,10 +91,14 @@ func (c *Client) CreateProduct(ctx context.Context, in NewProduct) (Product, err
 	return p, err
 }
 
-// UpdateProduct replaces a product's name and price (and stock when set);
-// it needs WithAPIKey. PUT is idempotent, so it is retried like a read.
+// UpdateProduct replaces a product's name and price (and adjusts its stock
+// when asked); it needs WithAPIKey. Setting a name and a price is
+// idempotent, so it is retried like a read; a stock adjustment is not (a
+// retry of an applied one would adjust twice), so it is retried like a
+// POST, unless IfMatch makes a repeat fail with 412 instead.
 func (c *Client) UpdateProduct(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
-	cl := call{method: http.MethodPut, path: productPath(id), body: jsonBody(in), idempotent: true}
+	idempotent := in.StockAdjustment == nil || in.IfMatch != ""
+	cl := call{method: http.MethodPut, path: productPath(id), body: jsonBody(in), idempotent: idempotent}
 	if in.IfMatch != "" {
 		cl.header = http.Header{"If-Match": {in.IfMatch}}
 	}

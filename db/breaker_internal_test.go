@@ -33,6 +33,10 @@ func TestIsOutage(t *testing.T) {
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
 		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		// The server ended a session whose next command came too late.
+		{"idle in transaction too long", &pgconn.PgError{Severity: "FATAL", Code: "25P03"}, true},
+		{"transaction too long", &pgconn.PgError{Severity: "FATAL", Code: "25P04"}, true},
+		{"in a failed transaction", &pgconn.PgError{Code: "25P02"}, false},
 		{"connection lost mid-query", fmt.Errorf("select: %w", io.ErrUnexpectedEOF), true},
 		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
 		{"closed connection", fmt.Errorf("x: %w", net.ErrClosed), true},
@@ -42,6 +46,32 @@ func TestIsOutage(t *testing.T) {
 	for _, tc := range tests {
 		if got := isOutage(tc.err); got != tc.want {
 			t.Errorf("%s: isOutage(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestMayHaveApplied: only a statement that was sent and never answered
+// may have changed the database.
+func TestMayHaveApplied(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"the server refused it", &pgconn.PgError{Code: "23505"}, false},
+		{"the server cancelled it", &pgconn.PgError{Code: "57014"}, false},
+		{"the gate refused it", &RefusedError{Reason: ErrSaturated}, false},
+		{"no connection", fmt.Errorf("x: %w", ErrAcquireTimeout), false},
+		{"never connected", &pgconn.ConnectError{}, false},
+		{"deadline while waiting for the answer", fmt.Errorf("q: %w", context.DeadlineExceeded), true},
+		{"server hung", fmt.Errorf("%w: %w", ErrServerHung, context.DeadlineExceeded), true},
+		{"connection lost mid-query", fmt.Errorf("commit: %w", io.ErrUnexpectedEOF), true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+	}
+	for _, tc := range tests {
+		if got := MayHaveApplied(tc.err); got != tc.want {
+			t.Errorf("%s: MayHaveApplied(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
 }

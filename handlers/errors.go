@@ -74,6 +74,14 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		abort(c, http.StatusConflict, "not enough stock")
 	case errors.Is(err, repo.ErrIdempotencyMismatch):
 		abort(c, http.StatusUnprocessableEntity, "Idempotency-Key was already used with a different request body")
+	case errors.Is(err, repo.ErrOutcomeUnknown):
+		// Not 503: the client (and ours, client/retry.go) retries a 503
+		// write, and this one may already be applied. A 504 is retried only
+		// where a retry is safe (PUT without stock_adjustment, an order with
+		// its Idempotency-Key).
+		logs.refusals.Warn("write outcome unknown", "path", c.FullPath(), "err", err)
+		abort(c, http.StatusGatewayTimeout, "the database did not confirm the write in time: it may or may not have been applied; "+
+			"read it back before you retry (an order retried with the same Idempotency-Key is never placed twice)")
 	case errors.Is(err, repo.ErrUnavailable):
 		logs.refusals.Warn("unavailable", "path", c.FullPath(), "err", err)
 		middleware.Refuse(c, http.StatusServiceUnavailable, "temporarily unavailable, retry later", repo.RetryAfter(err))

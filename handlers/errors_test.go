@@ -46,6 +46,10 @@ func TestWriteErrorMapping(t *testing.T) {
 		{"unavailable with hint", &repo.UnavailableError{RetryAfter: 2500 * time.Millisecond, Cause: errors.New("shed")}, http.StatusServiceUnavailable, "3"},
 		{"unavailable bare", fmt.Errorf("x: %w", repo.ErrUnavailable), http.StatusServiceUnavailable, "1"},
 		{"deadline", fmt.Errorf("q: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, ""},
+		// A write that may have been applied is never "retry later", even
+		// when its cause reads as an outage.
+		{"write outcome unknown", fmt.Errorf("create: %w: %w", repo.ErrOutcomeUnknown, &repo.UnavailableError{RetryAfter: time.Second, Cause: errors.New("hung")}),
+			http.StatusGatewayTimeout, ""},
 		{"invalid value from the database", fmt.Errorf("x: %w", repo.ErrInvalid), http.StatusBadRequest, ""},
 		{"internal", errors.New("boom"), http.StatusInternalServerError, ""},
 	}

@@ -25,6 +25,8 @@ func unavailable(err error, pool drainer) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrOutcomeUnknown):
+		return err // not "try again": the write may have been applied
 	case db.IsDataException(err):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	case errors.As(err, &hinted):

@@ -70,7 +70,7 @@ func NewOrders(pool *db.Pool, log *slog.Logger) *Orders { return &Orders{pool: p
 func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed bool, err error) {
 	attempt := func() error {
 		return o.pool.With(ctx, func(conn db.Conn) error {
-			return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			return inTx(ctx, conn, func(tx pgx.Tx) error {
 				order, replayed, err = o.create(ctx, tx, in)
 				return err
 			})

@@ -148,10 +148,11 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	var pr Product
 	err := p.with(ctx, func(conn db.Conn) error {
-		return conn.QueryRow(ctx,
+		// The INSERT commits itself: it is the write's last step.
+		return lastStep(conn.QueryRow(ctx,
 			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
 			 RETURNING `+productColumns, in.Name, in.PriceCents, in.Stock,
-		).Scan(pr.fields()...)
+		).Scan(pr.fields()...))
 	})
 	if err != nil {
 		return Product{}, unavailable(fmt.Errorf("create product: %w", err), p.pool)
@@ -173,7 +174,7 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
 	err := p.with(ctx, func(conn db.Conn) error {
-		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		return inTx(ctx, conn, func(tx pgx.Tx) error {
 			if in.Precondition != nil {
 				if err := checkPrecondition(ctx, tx, id, in.Precondition); err != nil {
 					return err

@@ -1,0 +1,46 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stampede-guard/api/db"
+)
+
+// ErrOutcomeUnknown: a write's last step (its COMMIT, or a statement that
+// commits itself) was sent and its answer never came, so the write may or
+// may not have been applied. It is not ErrUnavailable: "retry later" would
+// let a client apply it twice (a second product, a doubled stock
+// adjustment, a second order without an Idempotency-Key).
+var ErrOutcomeUnknown = errors.New("the write may or may not have been applied")
+
+// lastStep marks the failure of a write's last step as ErrOutcomeUnknown
+// when it may have committed (db.MayHaveApplied); any other error passes
+// through.
+func lastStep(err error) error {
+	if db.MayHaveApplied(err) {
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	return err
+}
+
+// inTx runs fn in a transaction on conn and commits it. A failure inside
+// fn rolls the transaction back, which is a definite failure however it
+// happened; only the COMMIT's can leave the outcome unknown (lastStep).
+func inTx(ctx context.Context, conn db.Conn, fn func(pgx.Tx) error) error {
+	committing := false
+	err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		committing = true // BeginTxFunc's COMMIT comes next
+		return nil
+	})
+	if committing {
+		return lastStep(err)
+	}
+	return err
+}
