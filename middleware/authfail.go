@@ -31,7 +31,7 @@ func (a *Auth) blocked(c *gin.Context, client string) bool {
 	if err != nil || !lctx.Reached {
 		return false
 	}
-	a.tooManyFailures(c, lctx)
+	a.tooManyFailures(c, client, lctx)
 	return true
 }
 
@@ -41,7 +41,7 @@ func (a *Auth) refuse(c *gin.Context, client, challenge, msg string) {
 	if a.cfg.Failures != nil {
 		lctx, err := a.cfg.Failures.Get(c.Request.Context(), failureBucket+client)
 		if err == nil && lctx.Reached {
-			a.tooManyFailures(c, lctx)
+			a.tooManyFailures(c, client, lctx)
 			return
 		}
 	}
@@ -49,12 +49,12 @@ func (a *Auth) refuse(c *gin.Context, client, challenge, msg string) {
 	Refuse(c, http.StatusUnauthorized, msg, 0)
 }
 
-func (a *Auth) tooManyFailures(c *gin.Context, lctx limiter.Context) {
+func (a *Auth) tooManyFailures(c *gin.Context, client string, lctx limiter.Context) {
 	a.warn.Warn("api key refused: too many failed authentications", "client", clientIP(c))
 	h := c.Writer.Header()
 	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(lctx.Limit, 10)}
 	h["X-Ratelimit-Remaining"] = []string{"0"}
 	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(lctx.Reset, 10)}
-	wait := time.Until(time.Unix(lctx.Reset, 0))
+	wait := retryWait(a.cfg.Failures, failureBucket+client, lctx)
 	Refuse(c, http.StatusTooManyRequests, "too many failed authentications from this client, retry later", max(wait, time.Second))
 }

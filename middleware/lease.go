@@ -32,6 +32,9 @@ type LeaseStore struct {
 	shared        limiter.Store
 	leaseFraction float64
 	buckets       leaseBuckets
+	// windowEnd, when set, says to the millisecond when a shared counter's
+	// window ends (WithWindowEnd); nil: only ulule's whole seconds.
+	windowEnd func(ctx context.Context, sharedKey string) (time.Time, bool)
 }
 
 // leaseBucket is one client's budget on this instance.
@@ -45,14 +48,35 @@ type lease struct {
 	tokens    atomic.Int64 // leased and not yet spent; below 0 when spent out
 	remaining int64        // the fleet's remaining budget after this lease
 	until     int64        // unix ns: the tokens are good until then
-	reset     int64        // the window's end as ulule reports it (unix s)
-	exhausted bool         // the shared window is used up until `until`
+	reset     int64        // the window's end as ulule reports it (unix s); rounded up when exhausted
+	exhausted bool         // the shared window is used up until `until`, its end
 }
 
 // NewLeaseStore wraps shared; each lease is leaseFraction of the limit (at
 // least 1 token). maxClients bounds the buckets kept in memory.
 func NewLeaseStore(shared limiter.Store, leaseFraction float64, maxClients int) *LeaseStore {
 	return &LeaseStore{shared: shared, leaseFraction: leaseFraction, buckets: leaseBuckets{max: int64(max(1, maxClients))}}
+}
+
+// WithWindowEnd lets an exhausted lease end exactly when its shared
+// window does: end reports the window of a counter in the shared store
+// (by the name the shared store was given) to the millisecond. ulule says
+// only the whole second it ends in, so without it a refused client is
+// refused up to a second past the window, and told to wait that long.
+func (s *LeaseStore) WithWindowEnd(end func(ctx context.Context, sharedKey string) (time.Time, bool)) *LeaseStore {
+	s.windowEnd = end
+	return s
+}
+
+// RetryAt is when key's budget has room again, if this instance knows it
+// is exhausted: the moment its exhausted lease ends. A client told to
+// retry then (Retry-After) is not refused again for the same window.
+func (s *LeaseStore) RetryAt(key string) (time.Time, bool) {
+	l := s.buckets.get(key).cur.Load()
+	if l == nil || !l.exhausted {
+		return time.Time{}, false
+	}
+	return time.Unix(0, l.until), true
 }
 
 // Get spends one token of key's budget, leasing more from the shared store
@@ -112,9 +136,23 @@ func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (
 	}
 	// ulule reports the window's end in whole seconds, rounded down: the
 	// window ends within the second after it. Tokens stay good until then.
-	l := &lease{reset: lctx.Reset, until: time.Unix(lctx.Reset, 0).Add(time.Second).UnixNano()}
+	end := time.Unix(lctx.Reset, 0).Add(time.Second)
+	l := &lease{reset: lctx.Reset, until: end.UnixNano()}
 	if lctx.Reached {
-		l.exhausted = true
+		// Refusals are answered from memory until the window ends: exactly
+		// then when the shared store can say (one round trip, once per
+		// exhausted window), else at the latest it may end. Either way a
+		// client that waits for Retry-After or X-RateLimit-Reset is not
+		// refused again by this window.
+		if latest := time.Now().Add(rate.Period); latest.Before(end) {
+			end = latest // no window ends later
+		}
+		if s.windowEnd != nil {
+			if at, ok := s.windowEnd(ctx, sharedKey(key, rate)); ok && at.Before(end) {
+				end = at
+			}
+		}
+		l.until, l.reset, l.exhausted = end.UnixNano(), (end.UnixNano()+int64(time.Second)-1)/int64(time.Second), true
 		return l, nil
 	}
 	l.tokens.Store(n)

@@ -92,7 +92,7 @@ func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slo
 		}
 		headers.set(c.Writer.Header(), lctx)
 		if lctx.Reached {
-			wait := time.Until(time.Unix(lctx.Reset, 0))
+			wait := retryWait(l, bucket, lctx)
 			if onLimited != nil {
 				onLimited(c)
 			}
@@ -101,6 +101,21 @@ func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slo
 		}
 		c.Next()
 	}
+}
+
+// retryWait is how long a refused client must wait for room in its
+// budget: until this instance's exhausted lease of it ends (the window's
+// end, LeaseStore.RetryAt), else until the latest the window may end:
+// ulule's Reset is the second it ends in, rounded down, and no window ends
+// later than a period from now. Told less, a client that obeys
+// Retry-After is refused again.
+func retryWait(l *limiter.Limiter, bucket string, lctx limiter.Context) time.Duration {
+	if s, ok := l.Store.(interface{ RetryAt(string) (time.Time, bool) }); ok {
+		if at, ok := s.RetryAt(bucket); ok {
+			return time.Until(at)
+		}
+	}
+	return min(time.Until(time.Unix(lctx.Reset, 0).Add(time.Second)), l.Rate.Period)
 }
 
 // ClientKey is the rate-limit bucket of a client address: the address

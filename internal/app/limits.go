@@ -31,7 +31,8 @@ func newLimits(cfg config.Config, rdb redis.UniversalClient, log *slog.Logger) l
 		if r != "off" && store == nil {
 			// Leases: one Redis round trip per lease of RATE_LIMIT_LEASE ×
 			// the limit, not per request; the fleet still shares one budget.
-			store = middleware.NewLeaseStore(newLimitStore(rdb, cfg.Namespace(), log), cfg.RateLimitLease, rateLimitClients)
+			store = middleware.NewLeaseStore(newLimitStore(rdb, cfg.Namespace(), log), cfg.RateLimitLease, rateLimitClients).
+				WithWindowEnd(limitWindowEnd(rdb, cfg.Namespace()))
 		}
 	}
 	build := func(formatted string) *limiter.Limiter {

@@ -61,7 +61,7 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 	// GC finalizer stops; it lives as long as the process, which is the
 	// store's lifetime here. Without the sweep, a long Redis outage would
 	// keep one counter per client address ever seen.
-	opts := limiter.StoreOptions{Prefix: ns + "ratelimit", MaxRetry: 1, CleanUpInterval: time.Minute}
+	opts := limiter.StoreOptions{Prefix: limitPrefix(ns), MaxRetry: 1, CleanUpInterval: time.Minute}
 	var lastLog atomic.Int64
 	return middleware.NewFailoverStore(
 		func() (limiter.Store, error) { return redisstore.NewStoreWithOptions(rdb, opts) },
@@ -75,6 +75,25 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 			}
 		},
 	)
+}
+
+// limitPrefix names the rate-limit counters in Redis; ulule adds ":" and
+// the counter's name.
+func limitPrefix(ns string) string { return ns + "ratelimit" }
+
+// limitWindowEnd says when a shared counter's window ends, to the
+// millisecond (ulule reports whole seconds): asked once per exhausted
+// window, so a refused client is told exactly how long to wait. False when
+// Redis cannot say (down, or the window just ended).
+func limitWindowEnd(rdb redis.UniversalClient, ns string) func(context.Context, string) (time.Time, bool) {
+	prefix := limitPrefix(ns) + ":"
+	return func(ctx context.Context, key string) (time.Time, bool) {
+		ttl, err := rdb.PTTL(ctx, prefix+key).Result()
+		if err != nil || ttl <= 0 {
+			return time.Time{}, false
+		}
+		return time.Now().Add(ttl), true
+	}
 }
 
 // routeClass is one priority class of the API's routes, a row of

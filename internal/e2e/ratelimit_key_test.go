@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
@@ -83,6 +85,50 @@ func TestKeyedWritesSpareTheAddress(t *testing.T) {
 		resp, body := call(t, "GET", base+"/products/21", map[string]string{"X-Forwarded-For": ip}, "")
 		if resp.StatusCode == http.StatusTooManyRequests {
 			t.Fatalf("anonymous read #%d after keyed writes: 429 %s, want the address's budget untouched", i, body)
+		}
+	}
+}
+
+// TestRetryAfterIsEnough: a client refused by the rate limit that waits
+// exactly its Retry-After is let in. The refusal was answered from memory
+// until a second past the window (ulule reports its end in whole seconds,
+// rounded down), and Retry-After counted from the rounded-down second, so
+// a client that obeyed it was refused again in most trials; with a
+// per-second limit the wait is now the window's own, at most 1 s.
+func TestRetryAfterIsEnough(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env["TRUSTED_PROXIES"] = "127.0.0.1/32"
+	env["RATE_LIMIT"] = "3-S"
+	base, _ := startApp(t, env)
+	ip := "2001:db8:" + dbtest.Unique()[:4] + "::1" // its own /64 each run
+	get := func() *http.Response {
+		resp, body := call(t, "GET", base+"/products/22", map[string]string{"X-Forwarded-For": ip}, "")
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("GET: %d %s", resp.StatusCode, body)
+		}
+		return resp
+	}
+	for trial := range 4 {
+		var refused *http.Response
+		for range 10 { // 3 fit in a window; a slow machine may span two
+			if r := get(); r.StatusCode == http.StatusTooManyRequests {
+				refused = r
+				break
+			}
+		}
+		if refused == nil {
+			t.Fatalf("trial %d: 10 requests, none refused by a 3-S limit", trial)
+		}
+		ra := refused.Header.Get("Retry-After")
+		wait, err := strconv.Atoi(ra)
+		if err != nil || wait != 1 {
+			t.Fatalf("trial %d: Retry-After %q, want 1 (a second's window ends within a second)", trial, ra)
+		}
+		time.Sleep(time.Duration(wait) * time.Second)
+		if r := get(); r.StatusCode != http.StatusOK {
+			t.Fatalf("trial %d: refused again after waiting Retry-After (%s s): %d, Retry-After %q",
+				trial, ra, r.StatusCode, r.Header.Get("Retry-After"))
 		}
 	}
 }
