@@ -103,6 +103,12 @@ func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slo
 	}
 }
 
+// retryAtStore is a store that knows when a spent budget has room again
+// (LeaseStore).
+type retryAtStore interface {
+	RetryAt(bucket string) (time.Time, bool)
+}
+
 // retryWait is how long a refused client must wait for room in its
 // budget: until this instance's exhausted lease of it ends (the window's
 // end, LeaseStore.RetryAt), else until the latest the window may end:
@@ -110,7 +116,7 @@ func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slo
 // later than a period from now. Told less, a client that obeys
 // Retry-After is refused again.
 func retryWait(l *limiter.Limiter, bucket string, lctx limiter.Context) time.Duration {
-	if s, ok := l.Store.(interface{ RetryAt(string) (time.Time, bool) }); ok {
+	if s, ok := l.Store.(retryAtStore); ok {
 		if at, ok := s.RetryAt(bucket); ok {
 			return time.Until(at)
 		}
