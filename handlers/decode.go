@@ -24,7 +24,11 @@ const MaxBody = 1 << 20
 // anything is read, so a client that sent Expect: 100-continue never gets
 // its 100 Continue.
 func decodeJSON(c *gin.Context, dst any) error {
-	mt, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	ct, _, err := headerOnce(c, "Content-Type")
+	if err != nil {
+		return err // which of two types the body is in cannot be told
+	}
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
 		return &requestError{status: http.StatusUnsupportedMediaType, msg: "Content-Type must be application/json"}
 	}
@@ -197,6 +201,20 @@ func queryInt(c *gin.Context, name string, def, lo, hi int64) (int64, error) {
 		return 0, badRequest(fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi))
 	}
 	return n, nil
+}
+
+// headerOnce is a request header that may be given once: a client that
+// sends two (two Idempotency-Keys, two Content-Types) means one of them,
+// and the service cannot tell which. present is false when it is absent.
+func headerOnce(c *gin.Context, name string) (v string, present bool, err error) {
+	vs := c.Request.Header.Values(name)
+	switch len(vs) {
+	case 0:
+		return "", false, nil
+	case 1:
+		return vs[0], true, nil
+	}
+	return "", false, badRequest(fmt.Sprintf("%s given %d times; give it once", name, len(vs)))
 }
 
 // queryOnce returns an optional query parameter, refused when given more

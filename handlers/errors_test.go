@@ -100,6 +100,9 @@ func TestDecodeJSON(t *testing.T) {
 		{"overflow", "application/json", `{"name":"a","price_cents":1e40}`, http.StatusBadRequest},
 		{"text/plain", "text/plain", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
 		{"no content type", "", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
+		// Two headers ("\n" between them): which one is the body in?
+		{"two content types", "application/json\ntext/plain", `{"name":"a","price_cents":1}`, http.StatusBadRequest},
+		{"two content types, the same", "application/json\napplication/json", `{"name":"a","price_cents":1}`, http.StatusBadRequest},
 		{"duplicate key", "application/json", `{"name":"a","price_cents":1,"price_cents":0}`, http.StatusBadRequest},
 		{"duplicate key, same value", "application/json", `{"name":"a","name":"a","price_cents":1}`, http.StatusBadRequest},
 		{"key in another case", "application/json", `{"name":"a","Price_Cents":1}`, http.StatusBadRequest},
@@ -110,7 +113,7 @@ func TestDecodeJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest("POST", "/products", strings.NewReader(tc.body))
 			if tc.contentType != "" {
-				req.Header.Set("Content-Type", tc.contentType)
+				req.Header["Content-Type"] = strings.Split(tc.contentType, "\n")
 			}
 			rec := serveWant(t, req, tc.want)
 			if strings.Contains(rec.Body.String(), `field \"\"`) {
@@ -195,28 +198,33 @@ func (f *fakeOrders) Create(context.Context, repo.NewOrder) (repo.Order, bool, e
 	return repo.Order{ID: 1}, false, nil
 }
 
-// TestIdempotencyKeyValidated: a key PostgreSQL could not store as text is
-// the client's mistake (400), caught before the store is called.
+// TestIdempotencyKeyValidated: a key PostgreSQL could not store as text,
+// an empty one, or two of them (which one did the client mean?) are the
+// client's mistake (400), caught before the store is called.
 func TestIdempotencyKeyValidated(t *testing.T) {
 	tests := []struct {
-		key  string
+		keys []string // nil: no header
 		want int
 	}{
-		{"order-7f3a", http.StatusCreated},
-		{"", http.StatusCreated},
-		{"bad\xffkey", http.StatusBadRequest},
-		{"has space", http.StatusBadRequest},
-		{strings.Repeat("k", 256), http.StatusBadRequest},
+		{[]string{"order-7f3a"}, http.StatusCreated},
+		{nil, http.StatusCreated},
+		{[]string{""}, http.StatusBadRequest},
+		{[]string{"bad\xffkey"}, http.StatusBadRequest},
+		{[]string{"has space"}, http.StatusBadRequest},
+		{[]string{strings.Repeat("k", 256)}, http.StatusBadRequest},
+		{[]string{"key-a", "key-b"}, http.StatusBadRequest},
 	}
 	for _, tc := range tests {
 		store := &fakeOrders{}
 		req := httptest.NewRequest("POST", "/orders", strings.NewReader(`{"product_id":1,"quantity":1}`))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header["Idempotency-Key"] = []string{tc.key}
+		if tc.keys != nil {
+			req.Header["Idempotency-Key"] = tc.keys
+		}
 		rec := httptest.NewRecorder()
 		router(fakeProducts{}, store).ServeHTTP(rec, req)
 		if rec.Code != tc.want || store.called != (tc.want == http.StatusCreated) {
-			t.Errorf("key %q: got %d (store called %v), want %d", tc.key, rec.Code, store.called, tc.want)
+			t.Errorf("keys %q: got %d (store called %v), want %d", tc.keys, rec.Code, store.called, tc.want)
 		}
 	}
 }

@@ -72,9 +72,13 @@ func (h *Orders) create(c *gin.Context) {
 		writeError(c, h.errs, badRequest(fmt.Sprintf("quantity must be from 1 to %d per order", h.maxQuantity)))
 		return
 	}
-	key := c.GetHeader("Idempotency-Key")
-	if len(key) > maxIdempotencyKey || !printableASCII(key) {
-		writeError(c, h.errs, badRequest("Idempotency-Key must be at most 255 printable ASCII characters"))
+	key, keyed, err := headerOnce(c, "Idempotency-Key")
+	if err == nil && keyed && (key == "" || len(key) > maxIdempotencyKey || !printableASCII(key)) {
+		err = badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters (letters, digits, punctuation; no spaces), " +
+			"or left out")
+	}
+	if err != nil {
+		writeError(c, h.errs, err)
 		return
 	}
 	order, replayed, err := h.store.Create(c.Request.Context(), repo.NewOrder{
@@ -115,10 +119,8 @@ func printableASCII(s string) bool {
 // orderToken is the order token of a read: the X-Order-Token header, else
 // ?token=; either given twice is refused.
 func orderToken(c *gin.Context) (string, error) {
-	if hs := c.Request.Header.Values(orderTokenHeader); len(hs) > 1 {
-		return "", badRequest(fmt.Sprintf("%s given %d times; give it once", orderTokenHeader, len(hs)))
-	} else if len(hs) == 1 && hs[0] != "" {
-		return hs[0], nil
+	if v, _, err := headerOnce(c, orderTokenHeader); err != nil || v != "" {
+		return v, err
 	}
 	token, _, err := queryOnce(c, "token")
 	return token, err
