@@ -59,6 +59,17 @@ func (c *openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
+	// The body is kept for the request's own check below.
+	var sent []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		sent, req = b, req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -92,7 +103,13 @@ func (c *openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 		},
 	}
 	name := fmt.Sprintf("%s %s %d", req.Method, route.Path, resp.StatusCode)
-	if verr := openapi3filter.ValidateResponse(req.Context(), in); verr != nil {
+	verr := openapi3filter.ValidateResponse(req.Context(), in)
+	if verr == nil && resp.StatusCode < 400 {
+		// A request the service accepted must be one the contract allows,
+		// or a client generated from it cannot make it.
+		verr = c.acceptedRequest(req, sent, route, params)
+	}
+	if verr != nil {
 		msg := fmt.Sprintf("%s (%s): %v; body %.300s", name, req.URL.Path, verr, body)
 		c.mu.Lock()
 		c.mismatches = append(c.mismatches, msg)
@@ -103,6 +120,21 @@ func (c *openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.checked[name]++
 	c.mu.Unlock()
 	return resp, nil
+}
+
+// acceptedRequest validates a request the service answered with success
+// against the contract: its parameters, headers and body.
+func (c *openAPICheck) acceptedRequest(req *http.Request, body []byte, route *routers.Route, params map[string]string) error {
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	err := openapi3filter.ValidateRequest(req.Context(), &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true},
+	})
+	if err != nil {
+		return fmt.Errorf("the request was accepted, but the contract refuses it: %w (request body %.200s)", err, body)
+	}
+	return nil
 }
 
 // report is the package's verdict: the mismatches seen, or "" when none.
