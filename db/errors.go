@@ -12,6 +12,7 @@ const (
 	codeQueryCanceled        = "57014" // statement_timeout fired
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	codeOutOfRange           = "22003" // numeric_value_out_of_range
 )
 
 func pgCode(err error) string {
@@ -39,6 +40,10 @@ func IsDataException(err error) bool {
 	code := pgCode(err)
 	return len(code) == 5 && code[:2] == "22"
 }
+
+// IsOutOfRange reports whether a number the statement computed or was
+// given does not fit its column's type.
+func IsOutOfRange(err error) bool { return pgCode(err) == codeOutOfRange }
 
 // IsStatementTimeout reports whether the server cancelled the statement
 // because it ran past statement_timeout.

@@ -148,7 +148,7 @@ func jsonError(err error) error {
 	case errors.As(err, &typ) && typ.Field == "":
 		return badRequest("request body must be a JSON object")
 	case errors.As(err, &typ) && outOfRange(typ):
-		return badRequest(fmt.Sprintf("field %q is out of range", typ.Field))
+		return badRequest(fmt.Sprintf("field %q is out of range: %s", typ.Field, intBound(typ)))
 	case errors.As(err, &typ):
 		return badRequest(fmt.Sprintf("field %q must be %s", typ.Field, jsonKind(typ.Type)))
 	case errors.As(err, &invalid):
@@ -241,6 +241,26 @@ func outOfRange(typ *json.UnmarshalTypeError) bool {
 	}
 	lit = strings.TrimPrefix(lit, "-")
 	return lit != "" && strings.Trim(lit, "0123456789") == ""
+}
+
+// intBound says which end of its integer field's range a value outOfRange
+// passed: "at most 2147483647", "at least -2147483648".
+func intBound(typ *json.UnmarshalTypeError) string {
+	t := typ.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	bits := t.Bits()
+	switch {
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		if strings.HasPrefix(typ.Value, "number -") {
+			return "at least 0"
+		}
+		return fmt.Sprintf("at most %d", uint64(1)<<bits-1)
+	case strings.HasPrefix(typ.Value, "number -"):
+		return fmt.Sprintf("at least %d", -int64(1)<<(bits-1))
+	}
+	return fmt.Sprintf("at most %d", int64(1)<<(bits-1)-1)
 }
 
 // jsonKind names what a Go field accepts in JSON words, for a client who

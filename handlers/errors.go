@@ -7,6 +7,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -70,6 +71,8 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		abort(c, http.StatusNotFound, "not found")
 	case errors.Is(err, repo.ErrPreconditionFailed):
 		abort(c, http.StatusPreconditionFailed, "the product changed since you read it: If-Match does not name its current ETag; GET it again")
+	case errors.Is(err, repo.ErrStockOverflow):
+		abort(c, http.StatusBadRequest, fmt.Sprintf("stock_adjustment would take the stock past %d, the most a product can hold", repo.MaxStock))
 	case errors.Is(err, repo.ErrOutOfStock):
 		abort(c, http.StatusConflict, "not enough stock")
 	case errors.Is(err, repo.ErrIdempotencyMismatch):

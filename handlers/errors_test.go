@@ -51,6 +51,7 @@ func TestWriteErrorMapping(t *testing.T) {
 		{"write outcome unknown", fmt.Errorf("create: %w: %w", repo.ErrOutcomeUnknown, &repo.UnavailableError{RetryAfter: time.Second, Cause: errors.New("hung")}),
 			http.StatusGatewayTimeout, ""},
 		{"invalid value from the database", fmt.Errorf("x: %w", repo.ErrInvalid), http.StatusBadRequest, ""},
+		{"stock past its maximum", fmt.Errorf("x: %w", repo.ErrStockOverflow), http.StatusBadRequest, ""},
 		{"internal", errors.New("boom"), http.StatusInternalServerError, ""},
 	}
 	for _, tc := range tests {

@@ -19,8 +19,11 @@ func TestWrongTypeNamedInJSONWords(t *testing.T) {
 		{`{"name":"a","price_cents":1.5}`, `field "price_cents" must be an integer`},
 		{`{"name":"a","price_cents":1e3}`, `field "price_cents" must be an integer`},
 		// A whole number too large for the field is not "not an integer".
-		{`{"name":"a","price_cents":99999999999999999999}`, `field "price_cents" is out of range`},
-		{`{"name":"a","price_cents":-99999999999999999999}`, `field "price_cents" is out of range`},
+		// It says which end of the range it passed.
+		{`{"name":"a","price_cents":99999999999999999999}`, `field "price_cents" is out of range: at most 9223372036854775807`},
+		{`{"name":"a","price_cents":-99999999999999999999}`, `field "price_cents" is out of range: at least -9223372036854775808`},
+		{`{"name":"a","price_cents":1,"stock":2147483648}`, `field "stock" is out of range: at most 2147483647`},
+		{`{"name":"a","price_cents":1,"stock":-2147483649}`, `field "stock" is out of range: at least -2147483648`},
 	}
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()

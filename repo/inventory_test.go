@@ -70,4 +70,15 @@ func TestInventoryCannotBeUndone(t *testing.T) {
 	if got := queryInt(t, pool, `SELECT stock FROM products WHERE id = $1`, id); got != want {
 		t.Errorf("stock after a refused adjustment: got %d, want %d", got, want)
 	}
+
+	// One past the most a product holds changes nothing either, and says
+	// that (it was ErrInvalid: "not valid text or out of range").
+	plus := int32(repo.MaxStock - want + 1)
+	_, err = products.Update(ctx, id, repo.ProductUpdate{Name: "x", PriceCents: 1, StockDelta: &plus})
+	if !errors.Is(err, repo.ErrStockOverflow) {
+		t.Errorf("adjustment past the maximum: got %v, want ErrStockOverflow", err)
+	}
+	if got := queryInt(t, pool, `SELECT stock FROM products WHERE id = $1`, id); got != want {
+		t.Errorf("stock after an adjustment past the maximum: got %d, want %d", got, want)
+	}
 }

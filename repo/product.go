@@ -8,6 +8,7 @@ package repo
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -59,10 +60,16 @@ type Page struct {
 	NextAfter *int64 `json:"next_after"`
 }
 
+// MaxStock is the most a product can hold (its stock column is an integer).
+const MaxStock = math.MaxInt32
+
 // Sentinel errors; handlers map them to HTTP status codes in one place.
 var (
 	ErrNotFound   = errors.New("not found")
 	ErrOutOfStock = errors.New("not enough stock")
+	// ErrStockOverflow: a stock adjustment would take the stock past the
+	// largest count a product can hold (MaxStock).
+	ErrStockOverflow = errors.New("stock would pass its maximum")
 	// ErrInvalid: the database rejected a value of the request (a NUL byte,
 	// invalid encoding, out of range), which handlers should have caught.
 	ErrInvalid = errors.New("invalid value")

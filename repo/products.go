@@ -194,6 +194,8 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
 	case db.IsCheckViolation(err, "products_stock_check"):
 		return Product{}, fmt.Errorf("update product %d: stock adjustment %d: %w", id, *in.StockDelta, ErrOutOfStock)
+	case in.StockDelta != nil && db.IsOutOfRange(err):
+		return Product{}, fmt.Errorf("update product %d: stock adjustment %d: %w", id, *in.StockDelta, ErrStockOverflow)
 	case err != nil:
 		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), p.pool)
 	}
