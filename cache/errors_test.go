@@ -253,7 +253,9 @@ func TestLockWaitTimeout(t *testing.T) {
 }
 
 // TestFailFastWaiter: with WaiterFail a request that finds another instance
-// loading answers ErrLockTimeout at once instead of polling for LockWait.
+// loading answers ErrLockTimeout at once instead of polling for LockWait,
+// hinting a retry within a second: not the 10 s the holder's lock has left,
+// since loads end long before their locks expire.
 func TestFailFastWaiter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -273,6 +275,10 @@ func TestFailFastWaiter(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("fail-fast waiter took %s, want far less than LockWait (5s)", took)
+	}
+	var hint interface{ RetryHint() time.Duration }
+	if !errors.As(err, &hint) || hint.RetryHint() <= 0 || hint.RetryHint() > time.Second {
+		t.Errorf("retry hint: got %v, want within a second", err)
 	}
 	if calls.Load() != 0 {
 		t.Errorf("loads: got %d, want 0", calls.Load())

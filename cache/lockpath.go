@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -71,7 +72,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 			// Another instance is loading: answer "retry soon" at once
 			// rather than hold this request while it polls.
 			c.stats.lockTimeouts.Add(1)
-			return Entry{}, c.lockTimeout(ctx, key, "fail-fast waiters")
+			return Entry{}, c.lockTimeout(ctx, key, "fail-fast waiters", failFastHint)
 		}
 		left := deadline.Sub(c.now())
 		if left <= 0 {
@@ -82,7 +83,7 @@ func (c *Cache) loadLocked(ctx context.Context, key string, load LoadFunc) (Entr
 				// instance (single-flight, direct-load cap), not an error.
 				return c.loadCapped(ctx, key, load)
 			}
-			return Entry{}, c.lockTimeout(ctx, key, "after "+c.cfg.LockWait.String())
+			return Entry{}, c.lockTimeout(ctx, key, "after "+c.cfg.LockWait.String(), math.MaxInt64)
 		}
 		// The last sleep is cut to the deadline: giving up when a whole
 		// backoff no longer fits would end the wait up to one backoff early
@@ -157,13 +158,19 @@ func (c *Cache) entry(key string, seen look, use func(Entry) bool) (Entry, bool)
 
 func anyEntry(Entry) bool { return true }
 
+// failFastHint caps the retry hint of a fail-fast waiter: the holder's
+// load usually ends long before its lock would expire (a 300 ms query
+// under a 4 s lock), and the client chose to come back rather than wait.
+const failFastHint = time.Second
+
 // lockTimeout is ErrLockTimeout with a retry hint: how long the holder's
 // lock still lives, after which the key is loaded again or can be taken
-// over. An unknown TTL (Redis slow, lock just released) hints the poll cap.
-func (c *Cache) lockTimeout(ctx context.Context, key, why string) error {
+// over, and never more than most. An unknown TTL (Redis slow, lock just
+// released) hints the poll cap.
+func (c *Cache) lockTimeout(ctx context.Context, key, why string, most time.Duration) error {
 	after := pollCap
 	if ttl, err := c.rdb.PTTL(ctx, c.lockKey(key)).Result(); err == nil && ttl > 0 {
-		after = ttl
+		after = min(ttl, most)
 	}
 	return fmt.Errorf("cache fetch %s: %w (%s)", key, retryhint.New(ErrLockTimeout, after), why)
 }
