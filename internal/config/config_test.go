@@ -33,6 +33,8 @@ var configErrorCases = []struct {
 	{"proxy not a CIDR", map[string]string{"TRUSTED_PROXIES": "not-a-cidr"}, "TRUSTED_PROXIES", "not-a-cidr"},
 	{"rate limit not a rate", map[string]string{"RATE_LIMIT": "lots"}, "RATE_LIMIT", "lots"},
 	{"rate limit of nothing", map[string]string{"RATE_LIMIT": "0-S"}, "RATE_LIMIT", "0-S"},
+	// One line: the key limit that follows it is not refused as well.
+	{"rate limit with an unknown period", map[string]string{"RATE_LIMIT": "100-X"}, "RATE_LIMIT", "100-X"},
 	{"order rate limit of nothing", map[string]string{"ORDER_RATE_LIMIT": "0-M"}, "ORDER_RATE_LIMIT", "0-M"},
 	{"hot key not an id", map[string]string{"HOT_KEYS": "1,x"}, "HOT_KEYS", `"x"`},
 	{"xfetch beta zero", map[string]string{"XFETCH_BETA": "0"}, "XFETCH_BETA", `"0"`},

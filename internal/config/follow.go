@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	limiter "github.com/ulule/limiter/v3"
 )
 
 // Settings whose default follows another setting, so that changing one
@@ -50,8 +52,8 @@ func keyRate(ipRate string) string {
 	}
 	n, period, ok := strings.Cut(ipRate, "-")
 	limit, err := strconv.ParseInt(n, 10, 64)
-	if !ok || err != nil || limit < 1 {
-		return "1000-S"
+	if _, perr := limiter.NewRateFromFormatted(ipRate); !ok || err != nil || perr != nil || limit < 1 {
+		return "1000-S" // not "1000-X": one error, for the variable that was set
 	}
 	return fmt.Sprintf("%d-%s", min(limit, math.MaxInt64/keyRateFactor)*keyRateFactor, period)
 }
