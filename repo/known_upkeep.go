@@ -69,6 +69,9 @@ func (k *knownIDs) upkeep(ctx context.Context, pool withConn) {
 		if err == nil {
 			break
 		}
+		if ctx.Err() != nil {
+			return // stopped (a start that failed, a shutdown): not a failure to report
+		}
 		if failures%60 == 0 { // the first failure, then once a minute
 			k.log.Warn("unknown-id filter: load failed; every id takes the normal path until it loads", "err", err, "tries", failures+1)
 		}

@@ -25,8 +25,14 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fs.SetOutput(io.Discard)
 	scope := fs.String("scope", repo.ScopeWrite, "what the key may do: "+strings.Join(repo.Scopes, ", "))
 	// Every argument is checked before anything connects or migrates.
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || !slices.Contains(repo.Scopes, *scope) {
-		return fmt.Errorf("usage: api keys create [--scope %s]", strings.Join(repo.Scopes, "|"))
+	usage := fmt.Sprintf("usage: api keys create [--scope %s]", strings.Join(repo.Scopes, "|"))
+	switch err := fs.Parse(args); {
+	case err != nil:
+		return fmt.Errorf("keys create: %w; %s", err, usage)
+	case fs.NArg() > 0:
+		return fmt.Errorf("keys create: unexpected argument %q; %s", fs.Arg(0), usage)
+	case !slices.Contains(repo.Scopes, *scope):
+		return fmt.Errorf("keys create: unknown scope %q (known: %s); %s", *scope, strings.Join(repo.Scopes, ", "), usage)
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {

@@ -166,14 +166,24 @@ func warm(ctx context.Context, d *deps) {
 	cfg, log, products := d.cfg, d.log, d.products
 	if len(cfg.WarmKeys) > 0 {
 		n, err := products.Warm(ctx, cfg.WarmKeys)
-		log.Info("warm-up done", "keys", len(cfg.WarmKeys), "warmed", n, "err", err)
+		logWarmed(log, "warm-up done", len(cfg.WarmKeys), n, err)
 		products.KeepFresh(cfg.WarmKeys, refreshPeriod(cfg))
 	}
 	if len(cfg.StaticKeys) > 0 {
 		n, err := products.Warm(ctx, cfg.StaticKeys)
-		log.Info("static keys warmed", "keys", len(cfg.StaticKeys), "warmed", n, "err", err)
+		logWarmed(log, "static keys warmed", len(cfg.StaticKeys), n, err)
 		products.RepairStatic(cfg.StaticKeys, cfg.StaticRepair)
 	}
+}
+
+// logWarmed logs a warm-up's outcome: INFO when every key loaded, WARN
+// with the error when some did not (an "err": null on success is noise).
+func logWarmed(log *slog.Logger, msg string, keys, warmed int, err error) {
+	if err != nil {
+		log.Warn(msg, "keys", keys, "warmed", warmed, "err", err)
+		return
+	}
+	log.Info(msg, "keys", keys, "warmed", warmed)
 }
 
 // shutdown drains: readiness goes 503 first so load balancers stop

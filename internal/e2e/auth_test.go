@@ -116,10 +116,19 @@ func TestKeysCreateCommand(t *testing.T) {
 	// A bad command is refused before it connects anywhere: pointed at an
 	// address where nothing listens, it still fails at once with usage.
 	nowhere := envOf(map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"})
-	for _, args := range [][]string{{"keys", "create", "--scope", "admin"}, {"keys", "create", "extra"}, {"keys", "drop"}} {
-		err := command(t.Context(), args, nowhere, &bytes.Buffer{})
-		if err == nil || !strings.Contains(err.Error(), "usage") {
-			t.Errorf("%v: got %v, want a usage error", args, err)
+	// It says what was wrong, not only the usage.
+	for _, tc := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"keys", "create", "--scope", "admin"}, `unknown scope "admin"`},
+		{[]string{"keys", "create", "extra"}, `unexpected argument "extra"`},
+		{[]string{"keys", "create", "--owner", "me"}, "--owner"},
+		{[]string{"keys", "drop"}, "usage"},
+	} {
+		err := command(t.Context(), tc.args, nowhere, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "usage") || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%v: got %v, want a usage error saying %s", tc.args, err, tc.why)
 		}
 	}
 }
