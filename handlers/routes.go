@@ -23,8 +23,12 @@ func Register(r *gin.Engine, p *Products, o *Orders, rep *Reports, h *Health, me
 
 	getHead(r, "/healthz", h.healthz)
 	getHead(r, "/readyz", h.readyz)
-	if metrics != nil { // nil: served on a listener of its own (METRICS_ADDR)
+	if metrics != nil {
 		getHead(r, "/metrics", gin.WrapH(metrics))
+	} else { // served on a listener of its own (METRICS_ADDR): say where
+		getHead(r, "/metrics", func(c *gin.Context) {
+			abort(c, http.StatusNotFound, "metrics are served on their own listener (METRICS_ADDR), not on this one")
+		})
 	}
 
 	normal := r.Group("/", classes.Normal...)
@@ -76,5 +80,5 @@ type Classes struct {
 
 func denyWrites(c *gin.Context) {
 	c.Header("WWW-Authenticate", `Bearer realm="stampede-guard"`)
-	abort(c, http.StatusUnauthorized, "this route needs an API key: Authorization: Bearer <key>")
+	abort(c, http.StatusUnauthorized, "this route needs an API key: send the header Authorization: Bearer YOUR_KEY")
 }

@@ -107,7 +107,7 @@ func (a *Auth) Require() gin.HandlerFunc {
 		}
 		key, presented := bearer(c.GetHeader("Authorization"))
 		if !presented {
-			a.refuse(c, client, `Bearer realm="stampede-guard"`, "this route needs an API key: Authorization: Bearer <key>")
+			a.refuse(c, client, `Bearer realm="stampede-guard"`, "this route needs an API key: send the header Authorization: Bearer YOUR_KEY")
 			return
 		}
 		sum := sha256.Sum256([]byte(key))

@@ -26,9 +26,13 @@ func TestMetricsAddr(t *testing.T) {
 			env["METRICS_ADDR"] = tt.addr
 			a := launchApp(t, env)
 			base := a.waitListening()
-			resp, _ := call(t, "GET", base+"/metrics", nil, "")
+			resp, body := call(t, "GET", base+"/metrics", nil, "")
 			if resp.StatusCode != tt.wantPublic {
 				t.Errorf("GET %s/metrics: %d, want %d", base, resp.StatusCode, tt.wantPublic)
+			}
+			// Moved, the public listener says where.
+			if tt.addr != "" && !strings.Contains(string(body), "METRICS_ADDR") {
+				t.Errorf("GET %s/metrics: %s, want an error naming METRICS_ADDR", base, body)
 			}
 			recs := a.logs.records("metrics listening")
 			if tt.addr == "" {
@@ -40,7 +44,7 @@ func TestMetricsAddr(t *testing.T) {
 			if len(recs) == 0 {
 				t.Fatal(`no "metrics listening" log line`)
 			}
-			resp, body := call(t, "GET", fmt.Sprintf("http://%s/metrics", recs[0]["addr"]), nil, "")
+			resp, body = call(t, "GET", fmt.Sprintf("http://%s/metrics", recs[0]["addr"]), nil, "")
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "stampede_cache_results_total") {
 				t.Errorf("GET /metrics on METRICS_ADDR: %d, body has stampede_cache_results_total %v", resp.StatusCode,
 					strings.Contains(string(body), "stampede_cache_results_total"))
