@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,16 +208,14 @@ func holdConn(t *testing.T, pool *db.Pool, take func(context.Context, db.Conn) (
 	if err := <-taken; err != nil {
 		t.Fatalf("hold a connection: %v", err)
 	}
-	var stopped bool
+	var once sync.Once
 	release = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		close(done)
-		if err := <-held; err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-			t.Errorf("hold a connection: %v", err)
-		}
+		once.Do(func() {
+			close(done)
+			if err := <-held; err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+				t.Errorf("hold a connection: %v", err)
+			}
+		})
 	}
 	t.Cleanup(release)
 	return release

@@ -1,8 +1,8 @@
 package repo_test
 
 import (
+	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,28 +52,7 @@ func TestProductsListFailsFastOnSaturatedPool(t *testing.T) {
 // and keeps it until release is called (at the latest when the test ends).
 func holdOnlyConn(t *testing.T, pool *db.Pool) (release func()) {
 	t.Helper()
-	taken, done, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		held <- pool.With(testCtx(t), func(db.Conn) error {
-			close(taken)
-			<-done
-			return nil
-		})
-	}()
-	select {
-	case <-taken:
-	case err := <-held:
-		t.Fatalf("take the only connection: %v", err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			close(done)
-			if err := <-held; err != nil {
-				t.Errorf("hold the only connection: %v", err)
-			}
-		})
-	}
-	t.Cleanup(release)
-	return release
+	return holdConn(t, pool, func(context.Context, db.Conn) (func() error, error) {
+		return func() error { return nil }, nil
+	})
 }
