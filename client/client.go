@@ -111,22 +111,25 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.MaxElapsed)
 	defer cancel()
+	unknown := false // an attempt of this write may have been applied
 	for attempt := 1; ; attempt++ {
 		ans, err := c.attempt(ctx, cl, p.AttemptTimeout)
+		unknown = unknown || mayHaveActed(cl.method, ans, err)
 		var retryable bool
 		var retryAfter time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
 			// The caller gave up, or the call's time is spent: never retry.
-			return nil, fmt.Errorf("client: %s %s: %w", cl.method, cl.path, errors.Join(err, context.Cause(ctx)))
+			return nil, fmt.Errorf("client: %s %s: %w", cl.method, cl.path, errors.Join(err, context.Cause(ctx), outcome(unknown)))
 		case err != nil:
 			retryable = retryableTransport(err, cl.idempotent)
-			err = fmt.Errorf("client: %s %s (attempt %d): %w", cl.method, cl.path, attempt, err)
+			err = fmt.Errorf("client: %s %s (attempt %d): %w", cl.method, cl.path, attempt, errors.Join(err, outcome(unknown)))
 		case ans.status >= 200 && ans.status < 300:
 			budget.success()
 			return ans, nil
 		default:
 			ae := c.apiError(cl, ans, attempt)
+			ae.OutcomeUnknown = unknown
 			retryable, retryAfter, err = retryableStatus(ans.status, cl.idempotent), ae.RetryAfter, ae
 		}
 		if !retryable {

@@ -143,6 +143,38 @@ func TestStockAdjustmentIsRetriedLikeAPost(t *testing.T) {
 	}
 }
 
+// TestOutcomeUnknownCarriedToTheLastAnswer: once an attempt of a write got
+// a 504 (or no answer), the call's final error says the outcome is unknown,
+// whatever the last attempt answered: a 412 from If-Match after a 504 is
+// most likely the write's own first attempt, and a caller that re-reads
+// and applies its adjustment again would apply it twice.
+func TestOutcomeUnknownCarriedToTheLastAnswer(t *testing.T) {
+	five := int32(5)
+	in := ProductUpdate{Name: "x", StockAdjustment: &five, IfMatch: `"abc"`}
+	tests := []struct {
+		name    string
+		answers []scripted
+		unknown bool
+	}{
+		{"504 then 412", []scripted{errAnswer(504, "slow"), errAnswer(412, "changed")}, true},
+		{"504 alone", []scripted{errAnswer(504, "slow")}, true},
+		{"503 then 412", []scripted{errAnswer(503, "shed"), errAnswer(412, "changed")}, false},
+		{"412 alone", []scripted{errAnswer(412, "changed")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c := serve(t, tt.answers, WithBudget(nil))
+			_, err := c.UpdateProduct(context.Background(), 7, in)
+			if err == nil {
+				t.Fatal("UpdateProduct succeeded, want the scripted error")
+			}
+			if got := errors.Is(err, ErrOutcomeUnknown); got != tt.unknown {
+				t.Errorf("errors.Is(%v, ErrOutcomeUnknown) = %v, want %v", err, got, tt.unknown)
+			}
+		})
+	}
+}
+
 // TestRetryAfterHonoured: the retry comes no sooner than the Retry-After
 // of the answer before it, in both of the header's forms.
 func TestRetryAfterHonoured(t *testing.T) {

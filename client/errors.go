@@ -20,8 +20,13 @@ var (
 	// says when the limit resets.
 	ErrRateLimited = errors.New("rate limited")
 	// ErrUnavailable: 503, the service shed the request or its database is
-	// down; RetryAfter says when to come back.
+	// down; RetryAfter says when to come back. Nothing was written.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrOutcomeUnknown: a write may or may not have been applied: an
+	// attempt got a 502 or 504, or no answer once sent. Read it back before
+	// sending it again. It also marks a later answer of the same call (a
+	// 412 from If-Match is then usually the write's own first attempt).
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
 
 // APIError is an answer outside 2xx, after any retries.
@@ -39,6 +44,9 @@ type APIError struct {
 	Header http.Header
 	// Attempts is how many requests the call sent, retries included.
 	Attempts int
+	// OutcomeUnknown: this write, or an earlier attempt of it, may have
+	// been applied although this answer says otherwise (ErrOutcomeUnknown).
+	OutcomeUnknown bool
 
 	body []byte
 }
@@ -50,6 +58,9 @@ func (e *APIError) Error() string {
 	}
 	if e.Attempts > 1 {
 		s += fmt.Sprintf(" after %d attempts", e.Attempts)
+	}
+	if e.OutcomeUnknown {
+		s += " (outcome unknown: an attempt may have been applied)"
 	}
 	return s
 }
@@ -67,6 +78,8 @@ func (e *APIError) Is(target error) bool {
 		return e.Status == http.StatusTooManyRequests
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable
+	case ErrOutcomeUnknown:
+		return e.OutcomeUnknown
 	}
 	return false
 }

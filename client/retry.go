@@ -138,3 +138,25 @@ func retryableTransport(err error, idempotent bool) bool {
 	}
 	return idempotent
 }
+
+// mayHaveActed reports whether one attempt of a write may have been
+// applied without the caller hearing so: a 502 or 504, or no answer once
+// the request could have been sent (anything but a failed dial).
+func mayHaveActed(method string, ans *answer, err error) bool {
+	if method == http.MethodGet || method == http.MethodHead {
+		return false
+	}
+	if err != nil {
+		var op *net.OpError
+		return !errors.As(err, &op) || op.Op != "dial"
+	}
+	return ans.status == http.StatusBadGateway || ans.status == http.StatusGatewayTimeout
+}
+
+// outcome is ErrOutcomeUnknown when unknown, else nil (errors.Join drops it).
+func outcome(unknown bool) error {
+	if unknown {
+		return ErrOutcomeUnknown
+	}
+	return nil
+}

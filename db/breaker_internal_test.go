@@ -50,6 +50,11 @@ func TestIsOutage(t *testing.T) {
 	}
 }
 
+// safeToRetry is an error pgconn.SafeToRetry believes.
+type safeToRetry struct{ error }
+
+func (safeToRetry) SafeToRetry() bool { return true }
+
 // TestMayHaveApplied: only a statement that was sent and never answered
 // may have changed the database.
 func TestMayHaveApplied(t *testing.T) {
@@ -68,6 +73,8 @@ func TestMayHaveApplied(t *testing.T) {
 		{"server hung", fmt.Errorf("%w: %w", ErrServerHung, context.DeadlineExceeded), true},
 		{"connection lost mid-query", fmt.Errorf("commit: %w", io.ErrUnexpectedEOF), true},
 		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		// How pgx reports a COMMIT whose answer a dropped link lost.
+		{"conn closed, said safe to retry", fmt.Errorf("commit: %w", safeToRetry{errors.New("conn closed")}), true},
 	}
 	for _, tc := range tests {
 		if got := MayHaveApplied(tc.err); got != tc.want {

@@ -1,29 +1,33 @@
 package db
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// MayHaveApplied reports whether a failed statement may still have changed
-// the database: it was sent (pgconn.SafeToRetry is false), and no answer
-// came back — the deadline passed, the call was cancelled, the server hung
-// or the connection was lost. A statement that ends a write (a COMMIT, or
-// one that commits itself) failing this way may have committed, so "try
-// again" could apply the write twice. An answer from the server (a
-// PgError, including a statement timeout) is a definite failure: the
-// statement, and its transaction, were rolled back.
+// MayHaveApplied reports whether a write's last step (a COMMIT, or a
+// statement that commits itself) that failed with err may still have
+// committed: unless the server answered (a PgError, including a statement
+// timeout: the statement and its transaction rolled back) or no connection
+// was ever made, the answer was lost — a deadline, a cancel, a dropped link
+// — and the commit may have happened. So "try again" could apply the write
+// twice. A refusal by the pool (its gate, its breaker, no free connection)
+// never reached the server.
+//
+// pgconn.SafeToRetry is not trusted here: pgx reports a COMMIT whose
+// answer was lost to a dropped link as "conn closed", which it calls safe
+// to retry (the read error is dropped and a closed connection found next).
 func MayHaveApplied(err error) bool {
-	var pgErr *pgconn.PgError
-	if err == nil || errors.As(err, &pgErr) || pgconn.SafeToRetry(err) || isConnect(err) {
+	var (
+		pgErr   *pgconn.PgError
+		refused *RefusedError
+	)
+	switch {
+	case err == nil, errors.As(err, &pgErr), isConnect(err):
 		return false
+	case errors.As(err, &refused), errors.Is(err, ErrAcquireTimeout):
+		return false // the pool never handed out a connection
 	}
-	var netErr net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, ErrServerHung) || errors.As(err, &netErr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+	return true
 }

@@ -77,11 +77,13 @@ func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed
 		})
 	}
 	if in.IdempotencyKey != "" {
-		// Only a keyed order is retried (transient failures only: the
-		// transaction rolled back or never reached the server). Should a
-		// retry ever follow a commit whose answer was lost, the key makes
-		// it replay that order instead of charging twice.
-		err = retry(ctx, attempt)
+		// Only a keyed order is retried: after a transient failure, and
+		// after a commit whose answer was lost, since the key makes the
+		// repeat replay that order instead of placing a second one, and
+		// turns "outcome unknown" into the order.
+		err = retryWhile(ctx, attempt, func(err error) bool {
+			return db.IsTransient(err) || errors.Is(err, ErrOutcomeUnknown)
+		})
 	} else {
 		err = attempt()
 	}

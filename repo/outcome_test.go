@@ -86,7 +86,7 @@ func TestWriteOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			direct, viaLink := slowCancelPools(t)
+			direct, viaLink, _ := slowCancelPools(t, nil)
 			products := repo.NewProducts(viaLink, newCache(t), dbtest.Logger(t))
 			orders := repo.NewOrders(viaLink, nil)
 			if tt.warm != nil {
@@ -135,8 +135,9 @@ const cancelDelay = 3 * time.Second
 // cancels a statement its caller gave up on; here it runs to its end
 // first, as it does when the cancel comes late or the answer is lost on
 // the way back. The server's statement timeout is far above the callers'
-// deadlines for the same reason.
-func slowCancelPools(t *testing.T) (direct, viaLink *db.Pool) {
+// deadlines for the same reason. observe, when set, is the link's
+// netproxy.Options.Observe.
+func slowCancelPools(t *testing.T, observe func() func([]byte)) (direct, viaLink *db.Pool, link *netproxy.Proxy) {
 	t.Helper()
 	// One connection through the link, so a statement warmed is prepared
 	// on the connection that runs it again.
@@ -153,7 +154,7 @@ func slowCancelPools(t *testing.T) (direct, viaLink *db.Pool) {
 	if err := db.Migrate(testCtx(t), direct, migrations.FS, dbtest.Logger(t)); err != nil {
 		t.Fatal(err)
 	}
-	link, err := netproxy.New(u.Host, netproxy.Options{SlowOnly: func(b []byte) bool {
+	link, err = netproxy.New(u.Host, netproxy.Options{Observe: observe, SlowOnly: func(b []byte) bool {
 		// A CancelRequest: length 16, then the code 80877102.
 		return len(b) >= 8 && binary.BigEndian.Uint32(b) == 16 && binary.BigEndian.Uint32(b[4:]) == 80877102
 	}})
@@ -163,13 +164,15 @@ func slowCancelPools(t *testing.T) (direct, viaLink *db.Pool) {
 	t.Cleanup(link.Close)
 	link.SetDelay(cancelDelay)
 	u.Host = link.Addr()
-	cfg.URL, cfg.MaxConns = u.String(), 1
+	// A connection pgx drops sends its CancelRequest before it is gone,
+	// so the pool's one slot comes back only after cancelDelay.
+	cfg.URL, cfg.MaxConns, cfg.AcquireTimeout = u.String(), 1, 2*cancelDelay
 	viaLink, err = db.Open(testCtx(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(viaLink.Close)
-	return direct, viaLink
+	return direct, viaLink, link
 }
 
 // holdTx runs lock in a transaction on a connection of pool's and keeps

@@ -190,6 +190,12 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 	switch {
 	case errors.Is(err, ErrPreconditionFailed):
 		return Product{}, fmt.Errorf("update product %d: %w", id, err)
+	case errors.Is(err, ErrOutcomeUnknown):
+		// It may have committed: refresh the entry from whatever did, or a
+		// read back (what the 504 advises) would show the old row from
+		// the cache, and a retried stock adjustment would apply twice.
+		p.writeThrough(ctx, id)
+		return Product{}, fmt.Errorf("update product %d: %w", id, err)
 	case errors.Is(err, pgx.ErrNoRows):
 		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
 	case db.IsCheckViolation(err, "products_stock_check"):

@@ -9,8 +9,9 @@ import (
 	"github.com/stampede-guard/api/db"
 )
 
-// Retry policy: this is the only layer that retries (the cache, handlers
-// and clients of this template do not), so attempts never multiply.
+// Retry policy: this is the only layer of the service that retries (the
+// cache and the handlers do not); the Go client in client/ retries only what
+// the service answers it did not act on, or what is safe to repeat.
 const (
 	maxAttempts = 3
 	backoffBase = 50 * time.Millisecond
@@ -22,10 +23,18 @@ const (
 // serialization failure, deadlock), sleeping with full jitter between
 // attempts. Any other error — not found, validation, out of stock, a refusal
 // by the breaker or the shedder — returns at once: repeating it cannot help.
+// Nor is a write whose outcome is unknown repeated (ErrOutcomeUnknown): its
+// first attempt may have committed, and a lost COMMIT answer can look
+// transient (see db.MayHaveApplied).
 func retry(ctx context.Context, fn func() error) error {
+	return retryWhile(ctx, fn, func(err error) bool { return db.IsTransient(err) && !errors.Is(err, ErrOutcomeUnknown) })
+}
+
+// retryWhile is retry with its own judgement of which errors to repeat.
+func retryWhile(ctx context.Context, fn func() error, again func(error) bool) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		if err = fn(); err == nil || !db.IsTransient(err) || attempt == maxAttempts {
+		if err = fn(); err == nil || !again(err) || attempt == maxAttempts {
 			return err
 		}
 		if !sleep(ctx, backoff(attempt, rand.Float64)) {
