@@ -46,6 +46,12 @@ func TestAgeLeavesMaxAgeTheTimeLeft(t *testing.T) {
 		// HTTP_MAX_AGE longer than the entry's life: never past this copy.
 		{"found, HTTP_MAX_AGE longer", HTTPCache{Enabled: true, MaxAge: 3600 * s},
 			repo.Freshness{Status: cache.Hit, TTL: 100 * s, Age: 200 * s}, false, "public, max-age=3600", "3500"},
+		// Rounded up: max-age 3 with 0.4 s left said Age 2, a second
+		// downstream for 0.4 s here.
+		{"less than a second left", HTTPCache{Enabled: true, MaxAge: 3 * s},
+			repo.Freshness{Status: cache.Hit, TTL: 400 * time.Millisecond, Age: 0}, false, "public, max-age=3", "3"},
+		{"loaded a moment ago", HTTPCache{Enabled: true, MaxAge: 30 * s},
+			repo.Freshness{Status: cache.Miss, TTL: 29*s + 990*time.Millisecond}, false, "public, max-age=30", ""},
 		{"stale", HTTPCache{Enabled: true, MaxAge: 30 * s},
 			repo.Freshness{Status: cache.Stale, TTL: -3 * s, Age: 33 * s}, false, "public, max-age=30", "33"},
 		// Not for shared caches: the time since the load, as it is.

@@ -140,13 +140,19 @@ func (h *Products) get(c *gin.Context) {
 // (the entry's own freshness) that is the time since PostgreSQL was read,
 // plus any TTL_JITTER cut; with a shorter one (HTTP_MAX_AGE, or a 404's
 // max-age capped by it) a copy is fresh downstream for at most max-age, and
-// a 404 loaded a moment ago does not arrive stale. An answer shared caches
-// may not store keeps the time since the load.
+// a 404 loaded a moment ago does not arrive stale. Age is whole seconds:
+// it is rounded up, so a copy never outlives ours by the fraction, except
+// in an entry's first second (a fresh load says no Age, not "Age: 1"). An
+// answer shared caches may not store keeps the time since the load.
 func (h *Products) age(f repo.Freshness, maxAge time.Duration) time.Duration {
 	if !h.public {
 		return f.Age
 	}
-	return max(0, maxAge-f.TTL)
+	age := max(0, maxAge-f.TTL)
+	if age >= time.Second {
+		age = (age + time.Second - 1).Truncate(time.Second)
+	}
+	return age
 }
 
 // freshness adds what a product read says about its freshness: how the
