@@ -72,6 +72,12 @@ func (l *l1) add(key string, e Entry, now, hold time.Time) {
 	case l.hot != nil && l.hot(key):
 		le.until = now.Add(l.hotTTL)
 	}
+	// Never past the entry's own expiry: a copy filled just before Redis
+	// drops the entry would otherwise serve it for a whole L1 TTL after,
+	// as a hit (or, in swr mode, as stale past the hard TTL).
+	if !e.HardExpiry.IsZero() && e.HardExpiry.Before(le.until) {
+		le.until = e.HardExpiry
+	}
 	l.lru.Add(key, le)
 }
 

@@ -169,3 +169,32 @@ func TestL1EntryExpires(t *testing.T) {
 		t.Errorf("got %d loads, want 1", got)
 	}
 }
+
+// TestL1NeverOutlivesTheEntry: an L1 copy lives L1TTL at most, and never
+// past the entry's own expiry. An entry filled into L1 just before it
+// expired was served from memory for L1TTL after Redis dropped it, as a
+// HIT with a negative TTL (seen in xfetch and lock modes).
+func TestL1NeverOutlivesTheEntry(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []cache.Mode{cache.ModeLock, cache.ModeXFetch, cache.ModeSWR} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			cfg := cache.Config{Mode: mode, TTL: 400 * time.Millisecond, SoftTTL: 200 * time.Millisecond, L1TTL: 10 * time.Second}
+			c := newCache(t, dbtest.NewRedis(t, redisDB), cfg)
+			key := newPrefix() + "{p:1}"
+			var calls atomic.Int64
+			if _, err := c.Fetch(context.Background(), key, slowLoad(&calls, 0, "v")); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(600 * time.Millisecond) // past the entry's hard expiry
+			r, err := c.Fetch(context.Background(), key, slowLoad(&calls, 0, "v"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.L1 || calls.Load() != 2 {
+				t.Errorf("after the entry expired: L1 %v, %s, ttl %s, %d loads; want a load, not the expired copy",
+					r.L1, r.Status, r.TTL, calls.Load())
+			}
+		})
+	}
+}
