@@ -167,7 +167,7 @@ func jsonError(err error) error {
 func pathID(c *gin.Context) (int64, error) {
 	id, ok := canonicalInt(c.Param("id"))
 	if !ok || id <= 0 {
-		return 0, badRequest("id must be a positive integer in canonical form (no sign, no leading zeros)")
+		return 0, badRequest("id must be an integer from 1 to 9223372036854775807 in canonical form (no sign, no leading zeros)")
 	}
 	return id, nil
 }

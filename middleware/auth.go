@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -105,8 +106,20 @@ func (a *Auth) Require() gin.HandlerFunc {
 		if a.blocked(c, client) {
 			return
 		}
-		key, presented := bearer(c.GetHeader("Authorization"))
-		if !presented {
+		hs := c.Request.Header.Values("Authorization")
+		key, presented := "", false
+		if len(hs) == 1 {
+			key, presented = bearer(hs[0])
+		}
+		switch {
+		case len(hs) > 1: // which of them is meant? (every header that names one thing)
+			Refuse(c, http.StatusBadRequest, fmt.Sprintf("Authorization given %d times; give it once", len(hs)), 0)
+			return
+		case !presented && len(hs) == 1:
+			a.refuse(c, client, `Bearer realm="stampede-guard", error="invalid_request"`,
+				fmt.Sprintf("the Authorization header is not Bearer and an API key of 1 to %d visible ASCII characters", maxKeyLen))
+			return
+		case !presented:
 			a.refuse(c, client, `Bearer realm="stampede-guard"`, "this route needs an API key: send the header Authorization: Bearer YOUR_KEY")
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,3 +111,38 @@ func TestAuthStaticKeys(t *testing.T) {
 }
 
 func sha(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// TestAuthSaysWhatIsWrong: a missing key, a header that is not a Bearer
+// key, and two Authorization headers each get their own answer. A key too
+// long to be one was told "this route needs an API key", though one was
+// sent; two headers were read as the first.
+func TestAuthSaysWhatIsWrong(t *testing.T) {
+	a := NewAuth(AuthConfig{Static: []string{"first-key-0123456789"}, Scope: "write",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := authEngine(a, false)
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+		says    string
+	}{
+		{"none", nil, http.StatusUnauthorized, "needs an API key"},
+		{"too long to be a key", []string{"Bearer " + strings.Repeat("k", maxKeyLen+1)}, http.StatusUnauthorized, "not Bearer and an API key"},
+		{"another scheme", []string{"Basic dXNlcjpwdw=="}, http.StatusUnauthorized, "not Bearer and an API key"},
+		{"two headers", []string{"Bearer first-key-0123456789", "Bearer bogus-key-0123456789"}, http.StatusBadRequest, "given 2 times"},
+		{"the key", []string{"Bearer first-key-0123456789"}, http.StatusOK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/", nil)
+			if tt.headers != nil {
+				req.Header["Authorization"] = tt.headers
+			}
+			rec := httptest.NewRecorder()
+			e.ServeHTTP(rec, req)
+			if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.says) {
+				t.Errorf("got %d %s, want %d saying %q", rec.Code, rec.Body, tt.status, tt.says)
+			}
+		})
+	}
+}

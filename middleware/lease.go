@@ -48,7 +48,7 @@ type lease struct {
 	tokens    atomic.Int64 // leased and not yet spent; below 0 when spent out
 	remaining int64        // the fleet's remaining budget after this lease
 	until     int64        // unix ns: the tokens are good until then
-	reset     int64        // the window's end as ulule reports it (unix s); rounded up when exhausted
+	reset     int64        // the second by which the window has ended (unix s, rounded up)
 	exhausted bool         // the shared window is used up until `until`, its end
 }
 
@@ -126,8 +126,9 @@ func (s *LeaseStore) renew(ctx context.Context, b *leaseBucket, old *lease, key 
 
 // lease takes the next lease in one INCRBY. A lease that would pass the
 // limit is not granted (ulule does not say how much of it fit), so near the
-// end of a window an instance may leave up to one lease unspent: the fleet
-// errs on the side of admitting less, never more.
+// end of a window an instance may leave up to one lease unspent: within a
+// window the fleet errs on the side of admitting less (across its edge, see
+// LeaseStore).
 func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (*lease, error) {
 	n := max(1, int64(float64(rate.Limit)*s.leaseFraction))
 	lctx, err := s.shared.Increment(ctx, sharedKey(key, rate), n, rate)
@@ -136,8 +137,10 @@ func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (
 	}
 	// ulule reports the window's end in whole seconds, rounded down: the
 	// window ends within the second after it. Tokens stay good until then.
+	// X-RateLimit-Reset says the second by which the window has reset (the
+	// end rounded up), on admitted and refused answers alike.
 	end := time.Unix(lctx.Reset, 0).Add(time.Second)
-	l := &lease{reset: lctx.Reset, until: end.UnixNano()}
+	l := &lease{reset: end.Unix(), until: end.UnixNano()}
 	if lctx.Reached {
 		// Refusals are answered from memory until the window ends: exactly
 		// then when the shared store can say (one round trip, once per
