@@ -69,6 +69,8 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		abort(c, http.StatusBadRequest, "a value in the request is not valid text or is out of range")
 	case errors.Is(err, repo.ErrNotFound):
 		abort(c, http.StatusNotFound, "not found")
+	case errors.Is(err, repo.ErrPreconditionAbsent):
+		abort(c, http.StatusPreconditionFailed, "no such product: If-Match asks for a current version, and there is none")
 	case errors.Is(err, repo.ErrPreconditionFailed):
 		abort(c, http.StatusPreconditionFailed, "the product changed since you read it: If-Match does not name its current ETag; GET it again")
 	case errors.Is(err, repo.ErrStockOverflow):

@@ -52,6 +52,7 @@ func TestWriteErrorMapping(t *testing.T) {
 			http.StatusGatewayTimeout, ""},
 		{"invalid value from the database", fmt.Errorf("x: %w", repo.ErrInvalid), http.StatusBadRequest, ""},
 		{"stock past its maximum", fmt.Errorf("x: %w", repo.ErrStockOverflow), http.StatusBadRequest, ""},
+		{"If-Match on an absent product", fmt.Errorf("x: %w", repo.ErrPreconditionAbsent), http.StatusPreconditionFailed, ""},
 		{"internal", errors.New("boom"), http.StatusInternalServerError, ""},
 	}
 	for _, tc := range tests {

@@ -32,7 +32,7 @@ func TestProductsUpdateIfMatch(t *testing.T) {
 		{"old version", id, func(read repo.Product) func(repo.Product) bool {
 			return func(cur repo.Product) bool { return cur.UpdatedAt.Before(read.UpdatedAt) }
 		}, repo.ErrPreconditionFailed},
-		{"absent product", absent, func(repo.Product) func(repo.Product) bool { return always }, repo.ErrPreconditionFailed},
+		{"absent product", absent, func(repo.Product) func(repo.Product) bool { return always }, repo.ErrPreconditionAbsent},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

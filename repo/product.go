@@ -76,6 +76,9 @@ var (
 	// ErrPreconditionFailed: the update's Precondition refused the current
 	// version; someone else changed the product since the caller read it.
 	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrPreconditionAbsent is ErrPreconditionFailed for a product that
+	// does not exist: If-Match asks for a current one.
+	ErrPreconditionAbsent = fmt.Errorf("product absent: %w", ErrPreconditionFailed)
 	// ErrIdempotencyMismatch: the Idempotency-Key was first used with a
 	// different request body.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")

@@ -216,7 +216,7 @@ func checkPrecondition(ctx context.Context, tx pgx.Tx, id int64, ok func(Product
 	var cur Product
 	err := tx.QueryRow(ctx, `SELECT `+productColumns+` FROM products WHERE id = $1 FOR UPDATE`, id).Scan(cur.fields()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("product absent: %w", ErrPreconditionFailed)
+		return ErrPreconditionAbsent
 	}
 	if err != nil {
 		return err
