@@ -53,6 +53,8 @@ func TestIsOutage(t *testing.T) {
 // safeToRetry is an error pgconn.SafeToRetry believes.
 type safeToRetry struct{ error }
 
+func (e safeToRetry) Unwrap() error { return e.error }
+
 func (safeToRetry) SafeToRetry() bool { return true }
 
 // TestMayHaveApplied: only a statement that was sent and never answered
@@ -75,6 +77,10 @@ func TestMayHaveApplied(t *testing.T) {
 		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
 		// How pgx reports a COMMIT whose answer a dropped link lost.
 		{"conn closed, said safe to retry", fmt.Errorf("commit: %w", safeToRetry{errors.New("conn closed")}), true},
+		// How pgx reports a step it never sent: the context had ended.
+		{"context already done", fmt.Errorf("commit: %w", safeToRetry{context.DeadlineExceeded}), false},
+		{"the server rolled back", fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback), false},
+		{"the pooler lost the server", &pgconn.PgError{Code: "08P01", Message: "server conn crashed?"}, true},
 	}
 	for _, tc := range tests {
 		if got := MayHaveApplied(tc.err); got != tc.want {

@@ -68,13 +68,16 @@ func NewOrders(pool *db.Pool, log *slog.Logger) *Orders { return &Orders{pool: p
 // Create places an order. replayed is true when the Idempotency-Key had
 // already created this order, which is then returned unchanged.
 func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed bool, err error) {
+	unknown := false // an attempt's COMMIT went unanswered
 	attempt := func() error {
-		return o.pool.With(ctx, func(conn db.Conn) error {
+		err := o.pool.With(ctx, func(conn db.Conn) error {
 			return inTx(ctx, conn, func(tx pgx.Tx) error {
 				order, replayed, err = o.create(ctx, tx, in)
 				return err
 			})
 		})
+		unknown = unknown || errors.Is(err, ErrOutcomeUnknown)
+		return err
 	}
 	if in.IdempotencyKey != "" {
 		// Only a keyed order is retried: after a transient failure, and
@@ -98,6 +101,11 @@ func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed
 			}
 			return err
 		})
+	}
+	if err != nil && unknown && !errors.Is(err, ErrOutcomeUnknown) && !answered(err) {
+		// A later attempt was refused (or cut) before it could replay the
+		// first: that one may still have committed, so not "nothing written".
+		err = fmt.Errorf("%w: an attempt's COMMIT went unanswered, and then: %w", ErrOutcomeUnknown, err)
 	}
 	if err != nil {
 		return Order{}, false, unavailable(fmt.Errorf("create order: %w", err), o.pool)

@@ -24,6 +24,17 @@ func lastStep(err error) error {
 	if db.MayHaveApplied(err) {
 		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
+	return notApplied(err)
+}
+
+// notApplied marks a write that surely did not commit: when the request's
+// deadline cut it, it is ErrUnavailable (503, "nothing written, retry"),
+// not the 504 a read past its deadline gets, which a client must treat as
+// a write that may have been applied.
+func notApplied(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%w: not applied: %w", ErrUnavailable, err)
+	}
 	return err
 }
 
@@ -42,5 +53,14 @@ func inTx(ctx context.Context, conn db.Conn, fn func(pgx.Tx) error) error {
 	if committing {
 		return lastStep(err)
 	}
-	return err
+	return notApplied(err) // rolled back, however it failed
+}
+
+// answered reports whether err is the database's answer about the request
+// itself (not enough stock, no such product, a reused key, a bad value),
+// which holds whatever an earlier attempt did.
+func answered(err error) bool {
+	var capped *QuantityLimitError
+	return errors.Is(err, ErrOutOfStock) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdempotencyMismatch) ||
+		errors.As(err, &capped) || db.IsDataException(err)
 }

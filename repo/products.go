@@ -99,11 +99,14 @@ func (p *Products) loader(id int64) cache.LoadFunc {
 
 // load is the single query a cache miss may cost.
 func (p *Products) load(ctx context.Context, id int64) ([]byte, error) {
+	return p.loadBy(ctx, id, selectProduct)
+}
+
+// loadBy is load with its own query (selectProduct, or selectSettled).
+func (p *Products) loadBy(ctx context.Context, id int64, query string) ([]byte, error) {
 	var pr Product
 	err := p.with(ctx, func(conn db.Conn) error {
-		return conn.QueryRow(ctx,
-			selectProduct, id,
-		).Scan(pr.fields()...)
+		return conn.QueryRow(ctx, query, id).Scan(pr.fields()...)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, cache.ErrAbsent
@@ -148,10 +151,12 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	var pr Product
 	err := p.with(ctx, func(conn db.Conn) error {
-		// The INSERT commits itself: it is the write's last step.
+		// The INSERT commits itself: it is the write's last step. It goes
+		// in one round trip (QueryExecModeExec): a separate prepare step
+		// that failed would read as the INSERT's own unknown outcome.
 		return lastStep(conn.QueryRow(ctx,
 			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
-			 RETURNING `+productColumns, in.Name, in.PriceCents, in.Stock,
+			 RETURNING `+productColumns, pgx.QueryExecModeExec, in.Name, in.PriceCents, in.Stock,
 		).Scan(pr.fields()...))
 	})
 	if err != nil {
@@ -191,10 +196,11 @@ func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Prod
 	case errors.Is(err, ErrPreconditionFailed):
 		return Product{}, fmt.Errorf("update product %d: %w", id, err)
 	case errors.Is(err, ErrOutcomeUnknown):
-		// It may have committed: refresh the entry from whatever did, or a
-		// read back (what the 504 advises) would show the old row from
-		// the cache, and a retried stock adjustment would apply twice.
-		p.writeThrough(ctx, id)
+		// It may have committed, or may still be committing: refresh the
+		// entry from what settles (selectSettled waits for the row's
+		// lock), or a read back — what the 504 advises — would show the
+		// old row, and a retried stock adjustment would apply twice.
+		p.refresh(ctx, id, selectSettled)
 		return Product{}, fmt.Errorf("update product %d: %w", id, err)
 	case errors.Is(err, pgx.ErrNoRows):
 		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
@@ -233,6 +239,10 @@ const productColumns = `id, name, price_cents, updated_at`
 
 // selectProduct is the query behind every cache load of a product.
 const selectProduct = `SELECT ` + productColumns + ` FROM products WHERE id = $1`
+
+// selectSettled waits for a write of the row that may still be committing
+// (its row lock) before it reads: the load after an unknown outcome.
+const selectSettled = selectProduct + ` FOR SHARE`
 
 // Statements are the queries worth preparing on every new connection
 // (db.Config.Prepare): the cache's load, which a cold hot key waits on.

@@ -16,7 +16,10 @@ import (
 // the cache can never go back in time. It runs on a short deadline of its
 // own, so a client that hangs up right after the commit cannot skip it; its
 // failure does not fail the write (the hard TTL bounds a stale entry).
-func (p *Products) writeThrough(ctx context.Context, id int64) {
+func (p *Products) writeThrough(ctx context.Context, id int64) { p.refresh(ctx, id, selectProduct) }
+
+// refresh is writeThrough, reloading with query.
+func (p *Products) refresh(ctx context.Context, id int64, query string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeThroughTimeout)
 	defer cancel()
 	key := Key(id)
@@ -24,7 +27,7 @@ func (p *Products) writeThrough(ctx context.Context, id int64) {
 		p.log.Error("invalidation failed; entry stays until its TTL", "product", id, "err", err)
 		return
 	}
-	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.load(ctx, id) })
+	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.loadBy(ctx, id, query) })
 	if err != nil && !errors.Is(err, cache.ErrNotObtained) {
 		// Invalidated but not refilled: the next read loads it.
 		p.log.Warn("write-through reload failed", "product", id, "err", err)
