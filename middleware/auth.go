@@ -106,16 +106,12 @@ func (a *Auth) Require() gin.HandlerFunc {
 		if a.blocked(c, client) {
 			return
 		}
-		hs := c.Request.Header.Values("Authorization")
-		key, presented := "", false
-		if len(hs) == 1 {
-			key, presented = bearer(hs[0])
-		}
+		key, presented, n := onlyBearer(c)
 		switch {
-		case len(hs) > 1: // which of them is meant? (every header that names one thing)
-			Refuse(c, http.StatusBadRequest, fmt.Sprintf("Authorization given %d times; give it once", len(hs)), 0)
+		case n > 1:
+			refuseTwice(c, n)
 			return
-		case !presented && len(hs) == 1:
+		case !presented && n == 1:
 			a.refuse(c, client, `Bearer realm="stampede-guard", error="invalid_request"`,
 				fmt.Sprintf("the Authorization header is not Bearer and an API key of 1 to %d visible ASCII characters", maxKeyLen))
 			return
@@ -153,7 +149,12 @@ func (a *Auth) Identify() gin.HandlerFunc {
 			c.Next() // already authenticated (Require)
 			return
 		}
-		if key, presented := bearer(c.GetHeader("Authorization")); presented {
+		key, presented, n := onlyBearer(c)
+		if n > 1 {
+			refuseTwice(c, n)
+			return
+		}
+		if presented {
 			sum := sha256.Sum256([]byte(key))
 			if ok, err := a.valid(c.Request.Context(), sum, a.identifyLookups, ClientKey(clientIP(c))); ok && err == nil {
 				c.Set(ctxKeyID, keyID(sum))
@@ -167,7 +168,7 @@ func (a *Auth) Identify() gin.HandlerFunc {
 // asking the store: a static key, or one a lookup verified within
 // CacheTTL. It never looks a key up and spends no budget.
 func (a *Auth) Believed(c *gin.Context) bool {
-	key, presented := bearer(c.GetHeader("Authorization"))
+	key, presented, _ := onlyBearer(c)
 	if !presented {
 		return false
 	}
@@ -189,6 +190,24 @@ func (a *Auth) believed(sum [32]byte, now time.Time) bool {
 	until, hit := a.verified[sum]
 	a.mu.Unlock()
 	return hit && now.Before(until)
+}
+
+// onlyBearer is the key of the request's one Authorization header (see
+// bearer), and how many Authorization headers it has: with two, no key is
+// presented, since which of them is meant cannot be told.
+func onlyBearer(c *gin.Context) (key string, presented bool, n int) {
+	hs := c.Request.Header.Values("Authorization")
+	if len(hs) != 1 {
+		return "", false, len(hs)
+	}
+	key, presented = bearer(hs[0])
+	return key, presented, 1
+}
+
+// refuseTwice answers a request with n > 1 Authorization headers, as every
+// header that names one thing given twice is answered.
+func refuseTwice(c *gin.Context, n int) {
+	Refuse(c, http.StatusBadRequest, fmt.Sprintf("Authorization given %d times; give it once", n), 0)
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header.

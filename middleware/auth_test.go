@@ -132,8 +132,21 @@ func TestAuthSaysWhatIsWrong(t *testing.T) {
 		{"two headers", []string{"Bearer first-key-0123456789", "Bearer bogus-key-0123456789"}, http.StatusBadRequest, "given 2 times"},
 		{"the key", []string{"Bearer first-key-0123456789"}, http.StatusOK, ""},
 	}
+	open := authEngine(a, true) // Identify: an open route with an optional key
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.headers) > 1 {
+				req := httptest.NewRequest("GET", "/", nil)
+				req.Header["Authorization"] = tt.headers
+				rec := httptest.NewRecorder()
+				open.ServeHTTP(rec, req)
+				if rec.Code != http.StatusBadRequest {
+					t.Errorf("open route: got %d %s, want 400", rec.Code, rec.Body)
+				}
+				if a.Believed(ginContext(req)) {
+					t.Error("Believed a request with two Authorization headers")
+				}
+			}
 			req := httptest.NewRequest("GET", "/", nil)
 			if tt.headers != nil {
 				req.Header["Authorization"] = tt.headers
@@ -145,4 +158,11 @@ func TestAuthSaysWhatIsWrong(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ginContext wraps req in a gin.Context, for calls that take one.
+func ginContext(req *http.Request) *gin.Context {
+	c, _ := gin.CreateTestContext(httptest.NewRecorder())
+	c.Request = req
+	return c
 }

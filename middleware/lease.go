@@ -72,8 +72,15 @@ func (s *LeaseStore) WithWindowEnd(end func(ctx context.Context, sharedKey strin
 // is exhausted: the moment its exhausted lease ends. A client told to
 // retry then (Retry-After) is not refused again for the same window.
 func (s *LeaseStore) RetryAt(key string) (time.Time, bool) {
-	l := s.buckets.get(key).cur.Load()
-	if l == nil || !l.exhausted {
+	v, ok := s.buckets.m.Load(key) // never a new bucket for a mere question
+	if !ok {
+		return time.Time{}, false
+	}
+	l := v.(*leaseBucket).cur.Load()
+	// A lease of a window already over (another instance counted the next
+	// one, as a Peek that refused shows) says nothing about when this one
+	// ends.
+	if l == nil || !l.exhausted || time.Now().UnixNano() >= l.until {
 		return time.Time{}, false
 	}
 	return time.Unix(0, l.until), true

@@ -83,18 +83,29 @@ func limitPrefix(ns string) string { return ns + "ratelimit" }
 
 // limitWindowEnd says when a shared counter's window ends, to the
 // millisecond (ulule reports whole seconds): asked once per exhausted
-// window, so a refused client is told exactly how long to wait. False when
-// Redis cannot say (down, or the window just ended).
+// window, so a refused client is told exactly how long to wait. A counter
+// already gone ended its window: now. False when Redis cannot say within
+// limitWindowAsk (the count may have come from the memory fallback).
 func limitWindowEnd(rdb redis.UniversalClient, ns string) func(context.Context, string) (time.Time, bool) {
 	prefix := limitPrefix(ns) + ":"
 	return func(ctx context.Context, key string) (time.Time, bool) {
+		ctx, cancel := context.WithTimeout(ctx, limitWindowAsk)
+		defer cancel()
 		ttl, err := rdb.PTTL(ctx, prefix+key).Result()
-		if err != nil || ttl <= 0 {
+		switch {
+		case err != nil, ttl == -1: // -1: no expiry, not ulule's counter
 			return time.Time{}, false
+		case ttl < 0: // -2: expired between the count and the question
+			return time.Now(), true
 		}
 		return time.Now().Add(ttl), true
 	}
 }
+
+// limitWindowAsk bounds the PTTL of limitWindowEnd: it holds the client's
+// lease bucket, and a Redis that is down must not hold it for an I/O
+// timeout.
+const limitWindowAsk = 100 * time.Millisecond
 
 // routeClass is one priority class of the API's routes, a row of
 // classTable: what its requests pass before a handler.
