@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -85,8 +86,11 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		// where a retry is safe (PUT without stock_adjustment, an order with
 		// its Idempotency-Key).
 		logs.refusals.Warn("write outcome unknown", "path", c.FullPath(), "err", err)
-		abort(c, http.StatusGatewayTimeout, "the database did not confirm the write: it may or may not have been applied; "+
-			"check before sending it again (an order sent again with the same Idempotency-Key is never placed twice)")
+		msg := "the database did not confirm the write: it may or may not have been applied; check before sending it again"
+		if strings.HasPrefix(c.FullPath(), "/orders") {
+			msg += " (an order sent again with the same Idempotency-Key is never placed twice)"
+		}
+		abort(c, http.StatusGatewayTimeout, msg)
 	case errors.Is(err, repo.ErrUnavailable):
 		logs.refusals.Warn("unavailable", "path", c.FullPath(), "err", err)
 		middleware.Refuse(c, http.StatusServiceUnavailable, "temporarily unavailable, retry later", repo.RetryAfter(err))

@@ -142,8 +142,11 @@ func (h *Products) get(c *gin.Context) {
 // max-age capped by it) a copy is fresh downstream for at most max-age, and
 // a 404 loaded a moment ago does not arrive stale. Age is whole seconds:
 // it is rounded up, so a copy never outlives ours by the fraction, except
-// in an entry's first second (a fresh load says no Age, not "Age: 1"). An
-// answer shared caches may not store keeps the time since the load.
+// in an entry's first second, where a fresh load says no Age, not "Age: 1":
+// with max-age=1 (a 1 s soft TTL) that would make every copy stale on
+// arrival, and whole-second HTTP cannot say "0.99". So in that second a
+// downstream copy may outlive ours by less than a second. An answer shared
+// caches may not store keeps the time since the load.
 func (h *Products) age(f repo.Freshness, maxAge time.Duration) time.Duration {
 	if !h.public {
 		return f.Age

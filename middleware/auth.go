@@ -112,8 +112,8 @@ func (a *Auth) Require() gin.HandlerFunc {
 			refuseTwice(c, n)
 			return
 		case !presented && n == 1:
-			a.refuse(c, client, `Bearer realm="stampede-guard", error="invalid_request"`,
-				fmt.Sprintf("the Authorization header is not Bearer and an API key of 1 to %d visible ASCII characters", maxKeyLen))
+			a.refuse(c, client, `Bearer realm="stampede-guard"`,
+				fmt.Sprintf("the Authorization header must be Bearer and an API key: at most %d visible ASCII characters", maxKeyLen))
 			return
 		case !presented:
 			a.refuse(c, client, `Bearer realm="stampede-guard"`, "this route needs an API key: send the header Authorization: Bearer YOUR_KEY")
