@@ -66,7 +66,7 @@ func (b *book) add(sent time.Time, o outcome) {
 		s.Status[strconv.Itoa(o.status)]++
 		if o.status >= 500 {
 			s.Causes[cause(o, fmt.Sprintf("%d %q", o.status, errorText(o.body)))]++
-			if o.status != 503 {
+			if o.status != 503 && !outcomeUnknown(o) {
 				s.ServerErr++
 			}
 		}
@@ -133,4 +133,12 @@ func totals(ms []minuteStats) minuteStats {
 		}
 	}
 	return t
+}
+
+// outcomeUnknown reports the 504 of a write whose COMMIT went unanswered
+// (a dropped connection, a restart): the service's honest answer that it
+// may or may not have been applied, not a failure of its own. The orders
+// check still judges what such a write did (lost, duplicated).
+func outcomeUnknown(o outcome) bool {
+	return o.status == 504 && strings.Contains(errorText(o.body), "may or may not have been applied")
 }

@@ -29,7 +29,7 @@ func (r *soakReport) write(w io.Writer, dir string) error {
 		"%d clients gave up without a 201, %d orders committed whose client never saw its 201\n",
 		o.Keys, o.Replays, o.Lost, o.Duplicated, o.GaveUp, o.Unconfirmed)
 	if len(r.Verdict) == 0 {
-		fmt.Fprintf(w, "verdict: PASS (no 5xx but 503, no unanswered request, no lost or duplicated order; in the second half "+
+		fmt.Fprintf(w, "verdict: PASS (no 5xx but 503 and a write's outcome-unknown 504, no unanswered request, no lost or duplicated order; in the second half "+
 			"RSS grew less than max(%.0f MiB, %.0f MiB/min), goroutines and fds less than max(%.0f, %.0f%% of the median))\n",
 			rssGrowthFloor, rssSlopeMax, bandFloor, bandShare*100)
 	} else {

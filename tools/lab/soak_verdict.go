@@ -109,7 +109,7 @@ func secondHalf(ps []point, total float64) []point {
 // soakOutcome is everything the verdict judges.
 type soakOutcome struct {
 	Minutes      float64
-	ServerErrors int // 5xx other than 503 (a 503 with Retry-After is the overload contract)
+	ServerErrors int // 5xx other than 503 (the overload contract) and a write's "outcome unknown" 504
 	Unanswered   int // no answer within REQUEST_TIMEOUT + margin, or a live instance's connection cut
 	Lost         int // a 201's id with no such order in PostgreSQL
 	Duplicated   int // an idempotency key answered with two ids, or stored twice
@@ -124,7 +124,7 @@ func verdict(o soakOutcome) []string {
 			fails = append(fails, fmt.Sprintf(f, a...))
 		}
 	}
-	add(o.ServerErrors > 0, "%d answers were 5xx other than 503", o.ServerErrors)
+	add(o.ServerErrors > 0, "%d answers were 5xx other than 503 (and a write's outcome-unknown 504)", o.ServerErrors)
 	add(o.Unanswered > 0, "%d requests went unanswered past their deadline or were cut by a live instance", o.Unanswered)
 	add(o.Lost > 0, "%d orders told 201 are not in PostgreSQL", o.Lost)
 	add(o.Duplicated > 0, "%d idempotency keys produced more than one order", o.Duplicated)

@@ -147,6 +147,12 @@ func TestBookClassifies(t *testing.T) {
 			`503 "retry later" on cold during redis down`},
 		{"500", 61 * time.Second, outcome{status: 500, body: `{"error":"internal error"}`, kind: "order"}, 1, 1, 0, 0,
 			`500 "internal error" on order during no fault yet`},
+		// A write whose COMMIT went unanswered says so: not a failure of
+		// the service's (the orders check judges what it did); a read past
+		// its deadline is.
+		{"504 outcome unknown", 61 * time.Second, outcome{status: 504, body: `{"error":"the database did not confirm the write: it may or may not have been applied"}`, kind: "order", fault: "db connection resets"}, 1, 0, 0, 0,
+			`504 "the database did not confirm the write: it may or may not have been applied" on order during db connection resets`},
+		{"504 of a read", 61 * time.Second, outcome{status: 504, body: `{"error":"the request took too long"}`, kind: "hot"}, 1, 1, 0, 0, ""},
 		{"client timeout", 61 * time.Second, outcome{err: "client timeout", kind: "hot"}, 1, 0, 1, 0, "no answer: client timeout on hot during no fault yet"},
 		{"cut by a kill", 61 * time.Second, outcome{err: "EOF", killed: true}, 1, 0, 0, 1, ""},
 		{"late retry", 200 * time.Second, outcome{status: 201}, 2, 0, 0, 0, ""},
