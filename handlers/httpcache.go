@@ -95,12 +95,9 @@ func validators(hs *headers, etag, lastModified string, age time.Duration) {
 	addAge(hs, age)
 }
 
-// addAge adds the Age of the copy we serve, so a downstream cache counts
-// its freshness from when PostgreSQL was read, not from now. Where
-// TTL_JITTER shortened the entry's life (modes without a stale window, and
-// 404s), Age includes the cut: max-age − Age is then exactly the time the
-// entry has left here, and a downstream cache never keeps a copy longer
-// than this cache does.
+// addAge adds the Age of the copy we serve, in whole seconds, when it is
+// one or more. What the Age is (so that max-age − Age is the entry's time
+// left here) is Products.age's rule.
 func addAge(hs *headers, age time.Duration) {
 	if s := seconds(age); s > 0 {
 		hs.add("Age", strconv.FormatInt(s, 10))
