@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/middleware"
 )
 
 // MaxBody caps request bodies; larger ones are refused with 413.
@@ -203,18 +205,13 @@ func queryInt(c *gin.Context, name string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-// headerOnce is a request header that may be given once: a client that
-// sends two (two Idempotency-Keys, two Content-Types) means one of them,
-// and the service cannot tell which. present is false when it is absent.
+// headerOnce is middleware.OneHeader with its error a 400.
 func headerOnce(c *gin.Context, name string) (v string, present bool, err error) {
-	vs := c.Request.Header.Values(name)
-	switch len(vs) {
-	case 0:
-		return "", false, nil
-	case 1:
-		return vs[0], true, nil
+	v, present, err = middleware.OneHeader(c.Request.Header, name)
+	if err != nil {
+		return "", false, badRequest(err.Error())
 	}
-	return "", false, badRequest(fmt.Sprintf("%s given %d times; give it once", name, len(vs)))
+	return v, present, nil
 }
 
 // queryOnce returns an optional query parameter, refused when given more

@@ -106,12 +106,12 @@ func (a *Auth) Require() gin.HandlerFunc {
 		if a.blocked(c, client) {
 			return
 		}
-		key, presented, n := onlyBearer(c)
+		key, presented, given, err := onlyBearer(c)
 		switch {
-		case n > 1:
-			refuseTwice(c, n)
+		case err != nil:
+			Refuse(c, http.StatusBadRequest, err.Error(), 0)
 			return
-		case !presented && n == 1:
+		case !presented && given:
 			a.refuse(c, client, `Bearer realm="stampede-guard"`,
 				fmt.Sprintf("the Authorization header must be Bearer and an API key: at most %d visible ASCII characters", maxKeyLen))
 			return
@@ -149,9 +149,9 @@ func (a *Auth) Identify() gin.HandlerFunc {
 			c.Next() // already authenticated (Require)
 			return
 		}
-		key, presented, n := onlyBearer(c)
-		if n > 1 {
-			refuseTwice(c, n)
+		key, presented, _, err := onlyBearer(c)
+		if err != nil {
+			Refuse(c, http.StatusBadRequest, err.Error(), 0)
 			return
 		}
 		if presented {
@@ -168,7 +168,7 @@ func (a *Auth) Identify() gin.HandlerFunc {
 // asking the store: a static key, or one a lookup verified within
 // CacheTTL. It never looks a key up and spends no budget.
 func (a *Auth) Believed(c *gin.Context) bool {
-	key, presented, _ := onlyBearer(c)
+	key, presented, _, _ := onlyBearer(c)
 	if !presented {
 		return false
 	}
@@ -192,22 +192,15 @@ func (a *Auth) believed(sum [32]byte, now time.Time) bool {
 	return hit && now.Before(until)
 }
 
-// onlyBearer is the key of the request's one Authorization header (see
-// bearer), and how many Authorization headers it has: with two, no key is
-// presented, since which of them is meant cannot be told.
-func onlyBearer(c *gin.Context) (key string, presented bool, n int) {
-	hs := c.Request.Header.Values("Authorization")
-	if len(hs) != 1 {
-		return "", false, len(hs)
+// onlyBearer is the key of the request's Authorization header (see
+// bearer), whether one was given, and OneHeader's error when two were:
+// then no key is presented, since which of them is meant cannot be told.
+func onlyBearer(c *gin.Context) (key string, presented, given bool, err error) {
+	h, given, err := OneHeader(c.Request.Header, "Authorization")
+	if given {
+		key, presented = bearer(h)
 	}
-	key, presented = bearer(hs[0])
-	return key, presented, 1
-}
-
-// refuseTwice answers a request with n > 1 Authorization headers, as every
-// header that names one thing given twice is answered.
-func refuseTwice(c *gin.Context, n int) {
-	Refuse(c, http.StatusBadRequest, fmt.Sprintf("Authorization given %d times; give it once", n), 0)
+	return key, presented, given, err
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header.

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,3 +41,18 @@ func retryHint(err error, def time.Duration) time.Duration {
 // statusUnavailable is the status of every temporary refusal but the rate
 // limit's 429.
 const statusUnavailable = http.StatusServiceUnavailable
+
+// OneHeader is a request header that may be given once: a client that
+// sends two (two Authorization or Idempotency-Key headers, two
+// Content-Types) means one of them, and the service cannot tell which, so
+// that is an error for a 400. present is false when the header is absent.
+func OneHeader(h http.Header, name string) (v string, present bool, err error) {
+	vs := h.Values(name)
+	switch len(vs) {
+	case 0:
+		return "", false, nil
+	case 1:
+		return vs[0], true, nil
+	}
+	return "", false, fmt.Errorf("%s given %d times; give it once", name, len(vs))
+}
