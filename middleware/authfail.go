@@ -55,8 +55,7 @@ func (a *Auth) tooManyFailures(c *gin.Context, client string, lctx limiter.Conte
 	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(lctx.Limit, 10)}
 	h["X-Ratelimit-Remaining"] = []string{"0"}
 	wait := retryWait(a.cfg.Failures, failureBucket+client, lctx)
-	// The second by which the window has reset, rounded up like every
-	// X-RateLimit-Reset (Peek's Reset is rounded down).
-	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt((time.Now().Add(wait).UnixNano()+int64(time.Second)-1)/int64(time.Second), 10)}
+	// Peek's Reset is rounded down; every X-RateLimit-Reset is rounded up.
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(resetSecond(time.Now().Add(wait)), 10)}
 	Refuse(c, http.StatusTooManyRequests, "too many failed authentications from this client, retry later", max(wait, time.Second))
 }

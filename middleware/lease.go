@@ -147,7 +147,7 @@ func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (
 	// X-RateLimit-Reset says the second by which the window has reset (the
 	// end rounded up), on admitted and refused answers alike.
 	end := time.Unix(lctx.Reset, 0).Add(time.Second)
-	l := &lease{reset: end.Unix(), until: end.UnixNano()}
+	l := &lease{reset: resetSecond(end), until: end.UnixNano()}
 	if lctx.Reached {
 		// Refusals are answered from memory until the window ends: exactly
 		// then when the shared store can say (one round trip, once per
@@ -162,7 +162,7 @@ func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (
 				end = at
 			}
 		}
-		l.until, l.reset, l.exhausted = end.UnixNano(), (end.UnixNano()+int64(time.Second)-1)/int64(time.Second), true
+		l.until, l.reset, l.exhausted = end.UnixNano(), resetSecond(end), true
 		return l, nil
 	}
 	l.tokens.Store(n)
@@ -193,4 +193,11 @@ func (s *LeaseStore) Increment(ctx context.Context, key string, count int64, rat
 // per lease, not per request.
 func sharedKey(key string, rate limiter.Rate) string {
 	return strconv.FormatInt(int64(rate.Period/time.Second), 10) + "s:" + key
+}
+
+// resetSecond is the X-RateLimit-Reset of a window ending at end: the unix
+// second by which it has ended (rounded up), so a client that waits until
+// then is not refused by that window.
+func resetSecond(end time.Time) int64 {
+	return (end.UnixNano() + int64(time.Second) - 1) / int64(time.Second)
 }
