@@ -15,7 +15,9 @@ import (
 // helps for repeats. knownIDs is a Bloom filter of the ids that exist:
 // an id it has never seen is answered "not found" without a query, except
 // that an id above the highest known one — a product just created on
-// another instance — may be looked up within a small budget per second
+// another instance — or a little below it (knownCatchUpOverlap: an id
+// handed out earlier whose transaction committed later) may be looked up
+// within a small budget per second
 // shared by the whole fleet (a counter in Redis, cache.Quota). So unknown
 // ids cost at most budget queries per second fleet-wide, plus one
 // catch-up per second per instance while they come, whatever their number
@@ -73,18 +75,25 @@ func (k *knownIDs) check(ctx context.Context, id int64) verdict {
 	switch {
 	case !loaded || seen:
 		return mayExist
-	case id > maxID && k.budget.Allow(ctx):
-		return lookUp // perhaps created on another instance a moment ago
-	case id > maxID:
+	case id <= maxID-knownCatchUpOverlap:
+		return absent
+	case k.budget.Allow(ctx):
+		// Perhaps created on another instance a moment ago; or, below
+		// maxID, an id taken before maxID's whose transaction committed
+		// after the filter last read the table (ids are handed out before
+		// their transactions commit).
+		return lookUp
+	default:
 		// Over budget: answer now, and have the upkeep look for new ids
-		// (at most once a second), so a product created elsewhere is
-		// found within a second even during a flood.
+		// (at most once a second, from knownCatchUpOverlap below maxID),
+		// so a product created elsewhere is found within a second even
+		// during a flood.
 		select {
 		case k.wake <- struct{}{}:
 		default:
 		}
+		return absent
 	}
-	return absent
 }
 
 func (k *knownIDs) loaded() bool {

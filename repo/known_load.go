@@ -28,9 +28,11 @@ func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
 			l.free()
 		}
 	}()
-	// The insert count the filter is in step with: ids committed during
-	// the load but not seen by its snapshot are above maxID, so lookups and
-	// catch-ups find them.
+	// The insert count the filter is in step with. Ids committed during
+	// the load but not seen by its snapshot are above maxID, or a little
+	// below it when taken before maxID's and committed after it: check
+	// looks both up, and catch-ups look again from knownCatchUpOverlap
+	// below maxID.
 	inserted, err := insertCount(ctx, pool)
 	if err != nil {
 		return err

@@ -104,3 +104,59 @@ func TestUnknownIDFilterSeesRowsInsertedOutsideTheApp(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestUnknownIDFilterFindsAnIDCommittedOutOfOrder: ids are handed out
+// before their transactions commit, so a product can commit after one with
+// a higher id. When the filter reads the table in between, the lower id is
+// below the highest it knows yet missing from it; it must still be found
+// (looked up within the budget, or by the catch-up a refusal wakes), not
+// answered 404 until the next check of the table.
+func TestUnknownIDFilterFindsAnIDCommittedOutOfOrder(t *testing.T) {
+	t.Parallel()
+	products, _, pool := newProducts(t, db.Config{})
+	ctx := testCtx(t)
+	var slow int64
+	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- pool.With(ctx, func(conn db.Conn) error {
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback(ctx) }()
+			if err := tx.QueryRow(ctx, `INSERT INTO products (name, price_cents) VALUES ('committed late', 1) RETURNING id`).Scan(&slow); err != nil {
+				close(held)
+				return err
+			}
+			close(held)
+			<-release
+			return tx.Commit(ctx)
+		})
+	}()
+	<-held
+	fast := queryInt(t, pool, `INSERT INTO products (name, price_cents) VALUES ('committed first', 1) RETURNING id`)
+	// Loaded now, it knows fast and not slow; its check of the table is an
+	// hour away.
+	filterLoaded(t, products, products.FilterUnknownIDsCheckingEvery(1, time.Hour))
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if slow >= fast {
+		t.Fatalf("ids %d (late) and %d (first): want the late one lower", slow, fast)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, _, err := products.Get(ctx, slow)
+		if err == nil && p.ID == slow {
+			return
+		}
+		if !errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("Get(%d): %v", slow, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("product %d, committed after %d and after the filter loaded: still not found after 5 s", slow, fast)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
