@@ -90,15 +90,31 @@ func (c *Cache) fillTag(key string, version uint64) string {
 // parseFill reads a fill signal. soft is zero when absent or unreadable;
 // version is zero unless its tag verifies.
 func (c *Cache) parseFill(payload string) (key string, soft time.Time, version uint64) {
-	head, key, _ := strings.Cut(payload, " ")
-	micros, rest, _ := strings.Cut(head, ":")
-	if n, err := strconv.ParseInt(micros, 10, 64); err == nil && n > 0 {
-		soft = time.UnixMicro(n)
-	}
+	key, soft, rest := splitFill(payload)
 	v, tag, _ := strings.Cut(rest, ":")
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || tag == "" || !hmac.Equal([]byte(tag), []byte(c.fillTag(key, n))) {
 		return key, soft, 0
 	}
 	return key, soft, n
+}
+
+// ReadFill is what a fill signal tells an onlooker (the admin console's
+// recent lock holders): the key, and whether its holder stored a value or
+// let go without one. The tag is not checked: a forged signal can mislead
+// only a display.
+func ReadFill(payload string) (key string, stored bool) {
+	key, soft, _ := splitFill(payload)
+	return key, !soft.IsZero()
+}
+
+// splitFill cuts a fill signal (either format) into its key, its soft
+// expiry (zero when absent or unreadable) and what follows the expiry.
+func splitFill(payload string) (key string, soft time.Time, rest string) {
+	head, key, _ := strings.Cut(payload, " ")
+	micros, rest, _ := strings.Cut(head, ":")
+	if n, err := strconv.ParseInt(micros, 10, 64); err == nil && n > 0 {
+		soft = time.UnixMicro(n)
+	}
+	return key, soft, rest
 }

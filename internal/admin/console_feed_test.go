@@ -10,23 +10,6 @@ import (
 	"time"
 )
 
-func TestParseFill(t *testing.T) {
-	for _, tc := range []struct {
-		payload, key string
-		filled       bool
-	}{
-		{"1764563000000000 ns:product:v1:{7}", "ns:product:v1:{7}", true},
-		{"-62135596800000000 product:v1:{7}", "product:v1:{7}", false}, // released without a value
-		{"0 product:v1:{7}", "product:v1:{7}", false},
-		{"garbage", "", false},
-	} {
-		key, filled := parseFill(tc.payload)
-		if key != tc.key || filled != tc.filled {
-			t.Errorf("parseFill(%q) = %q, %v; want %q, %v", tc.payload, key, filled, tc.key, tc.filled)
-		}
-	}
-}
-
 // Lock holders stay listed for the console window after their last fill
 // or release, the latest first, and then drop out.
 func TestLockHistoryWindow(t *testing.T) {

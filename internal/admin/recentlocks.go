@@ -3,12 +3,12 @@ package admin
 import (
 	"context"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-guard/api/cache"
 )
 
 // The console's recent lock holders. Locks live milliseconds, so a
@@ -50,21 +50,12 @@ func WatchLocks(ctx context.Context, rdb redis.UniversalClient, channel string) 
 				if !ok {
 					return
 				}
-				key, filled := parseFill(m.Payload)
+				key, filled := cache.ReadFill(m.Payload)
 				h.seen(key, filled, time.Now())
 			}
 		}
 	}()
 	return h, func() { cancel(); <-done }
-}
-
-// parseFill reads a fill message, "<soft expiry µs> <key>" (cache/signal.go):
-// a holder that stored a value sends its soft expiry, one that let go
-// without a value sends the zero time (a negative number).
-func parseFill(payload string) (key string, filled bool) {
-	micros, key, _ := strings.Cut(payload, " ")
-	n, err := strconv.ParseInt(micros, 10, 64)
-	return key, err == nil && n > 0
 }
 
 // seen records one holder's end: a fill (value stored) or a bare release.
