@@ -76,6 +76,8 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		abort(c, http.StatusPreconditionFailed, "the product changed since you read it: If-Match does not name its current ETag; GET it again")
 	case errors.Is(err, repo.ErrStockOverflow):
 		abort(c, http.StatusBadRequest, fmt.Sprintf("stock_adjustment would take the stock past %d, the most a product can hold", repo.MaxStock))
+	case errors.Is(err, repo.ErrTotalOverflow):
+		abort(c, http.StatusBadRequest, fmt.Sprintf("quantity × the product's price_cents would pass %d, the largest total an order can hold", int64(repo.MaxTotalCents)))
 	case errors.Is(err, repo.ErrOutOfStock):
 		abort(c, http.StatusConflict, "not enough stock")
 	case errors.Is(err, repo.ErrIdempotencyMismatch):

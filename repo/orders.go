@@ -145,6 +145,12 @@ func (o *Orders) create(ctx context.Context, tx pgx.Tx, in NewOrder) (Order, boo
 	if err != nil {
 		return Order{}, false, err
 	}
+	if in.Quantity > 0 && price > MaxTotalCents/int64(in.Quantity) {
+		// Only with ORDER_MAX_QUANTITY raised far past its default: the
+		// product would wrap around int64 (and the stock goes back with
+		// the rollback).
+		return Order{}, false, fmt.Errorf("product %d: price %d × quantity %d: %w", in.ProductID, price, in.Quantity, ErrTotalOverflow)
+	}
 	var key, hash *string
 	if in.IdempotencyKey != "" {
 		h := in.hash()

@@ -67,6 +67,8 @@ func TestOrdersCreate(t *testing.T) {
 	t.Parallel()
 	orders, pool := newOrders(t)
 	exec(t, pool, `UPDATE products SET stock = 3 WHERE id = 8`)
+	// Orders whose total reaches int64's end (ORDER_MAX_QUANTITY raised).
+	exec(t, pool, `UPDATE products SET stock = 2000000000, price_cents = 10000000000 WHERE id = 9`)
 
 	tests := []struct {
 		name    string
@@ -76,6 +78,8 @@ func TestOrdersCreate(t *testing.T) {
 		{"in stock", repo.NewOrder{ProductID: 7, Quantity: 3}, nil},
 		{"unknown product", repo.NewOrder{ProductID: 999999, Quantity: 1}, repo.ErrNotFound},
 		{"more than the stock", repo.NewOrder{ProductID: 8, Quantity: 4}, repo.ErrOutOfStock},
+		{"a total past int64", repo.NewOrder{ProductID: 9, Quantity: 1_000_000_000}, repo.ErrTotalOverflow},
+		{"a total just within int64", repo.NewOrder{ProductID: 9, Quantity: 900_000_000}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,6 +61,6 @@ func inTx(ctx context.Context, conn db.Conn, fn func(pgx.Tx) error) error {
 // which holds whatever an earlier attempt did.
 func answered(err error) bool {
 	var capped *QuantityLimitError
-	return errors.Is(err, ErrOutOfStock) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdempotencyMismatch) ||
+	return errors.Is(err, ErrOutOfStock) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdempotencyMismatch) || errors.Is(err, ErrTotalOverflow) ||
 		errors.As(err, &capped) || db.IsDataException(err)
 }

@@ -63,6 +63,9 @@ type Page struct {
 // MaxStock is the most a product can hold (its stock column is an integer).
 const MaxStock = math.MaxInt32
 
+// MaxTotalCents is the largest total an order can hold (a bigint).
+const MaxTotalCents = math.MaxInt64
+
 // Sentinel errors; handlers map them to HTTP status codes in one place.
 var (
 	ErrNotFound   = errors.New("not found")
@@ -70,6 +73,9 @@ var (
 	// ErrStockOverflow: a stock adjustment would take the stock past the
 	// largest count a product can hold (MaxStock).
 	ErrStockOverflow = errors.New("stock would pass its maximum")
+	// ErrTotalOverflow: an order's total (price × quantity) would pass the
+	// largest amount an order can hold (MaxTotalCents).
+	ErrTotalOverflow = errors.New("order total would pass its maximum")
 	// ErrInvalid: the database rejected a value of the request (a NUL byte,
 	// invalid encoding, out of range), which handlers should have caught.
 	ErrInvalid = errors.New("invalid value")
