@@ -30,21 +30,24 @@ func TestWriteOutcome(t *testing.T) {
 	tests := []struct {
 		name string
 		// hold makes the write's slow step slow: run on a connection of
-		// its own, it returns what lets the write go on.
-		hold    func(t *testing.T, pool *db.Pool) (release func())
+		// its own (direct), or holding the write's pool (viaLink), it
+		// returns what lets the write go on.
+		hold    func(t *testing.T, direct, viaLink *db.Pool) (release func())
 		write   func(ctx context.Context, products *repo.Products, orders *repo.Orders) error
 		unknown bool
 		applied string // a query counting what the write leaves behind, once it has finished
 	}{
 		{"a product INSERT held by a table lock",
-			func(t *testing.T, pool *db.Pool) func() { return holdTx(t, pool, `LOCK TABLE products IN SHARE MODE`) },
+			func(t *testing.T, pool, _ *db.Pool) func() {
+				return holdTx(t, pool, `LOCK TABLE products IN SHARE MODE`)
+			},
 			func(ctx context.Context, p *repo.Products, _ *repo.Orders) error {
 				_, err := p.Create(ctx, repo.NewProduct{Name: "outcome-insert", PriceCents: 1})
 				return err
 			},
 			true, `SELECT count(*) FROM products WHERE name = 'outcome-insert'`},
 		{"an order's COMMIT held by a deferred trigger",
-			func(t *testing.T, pool *db.Pool) func() {
+			func(t *testing.T, pool, _ *db.Pool) func() {
 				exec(t, pool, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS
 					$$ BEGIN PERFORM pg_sleep(0.8); RETURN NULL; END $$`)
 				exec(t, pool, `CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON orders
@@ -57,7 +60,7 @@ func TestWriteOutcome(t *testing.T) {
 			},
 			true, `SELECT count(*) FROM orders WHERE product_id = 77`},
 		{"an order's stock UPDATE held by a row lock, before its COMMIT",
-			func(t *testing.T, pool *db.Pool) func() {
+			func(t *testing.T, pool, _ *db.Pool) func() {
 				return holdTx(t, pool, `SELECT 1 FROM products WHERE id = 77 FOR UPDATE`)
 			},
 			func(ctx context.Context, _ *repo.Products, o *repo.Orders) error {
@@ -66,7 +69,7 @@ func TestWriteOutcome(t *testing.T) {
 			},
 			false, `SELECT count(*) FROM orders WHERE product_id = 77`},
 		{"a product UPDATE held by a row lock, before its COMMIT",
-			func(t *testing.T, pool *db.Pool) func() {
+			func(t *testing.T, pool, _ *db.Pool) func() {
 				return holdTx(t, pool, `SELECT 1 FROM products WHERE id = 77 FOR UPDATE`)
 			},
 			func(ctx context.Context, p *repo.Products, _ *repo.Orders) error {
@@ -74,6 +77,20 @@ func TestWriteOutcome(t *testing.T) {
 				return err
 			},
 			false, `SELECT count(*) FROM products WHERE name = 'outcome-update'`},
+		{"a product UPDATE waiting for a connection",
+			func(t *testing.T, _, viaLink *db.Pool) func() { return holdPool(t, viaLink) },
+			func(ctx context.Context, p *repo.Products, _ *repo.Orders) error {
+				_, err := p.Update(ctx, product, repo.ProductUpdate{Name: "outcome-queued", PriceCents: 1})
+				return err
+			},
+			false, `SELECT count(*) FROM products WHERE name = 'outcome-queued'`},
+		{"an order waiting for a connection",
+			func(t *testing.T, _, viaLink *db.Pool) func() { return holdPool(t, viaLink) },
+			func(ctx context.Context, _ *repo.Products, o *repo.Orders) error {
+				_, _, err := o.Create(ctx, repo.NewOrder{ProductID: product, Quantity: 1, IdempotencyKey: "outcome-queued"})
+				return err
+			},
+			false, `SELECT count(*) FROM orders WHERE product_id = 77`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +98,7 @@ func TestWriteOutcome(t *testing.T) {
 			direct, viaLink, _ := slowCancelPools(t, nil)
 			products := repo.NewProducts(viaLink, newCache(t), dbtest.Logger(t))
 			orders := repo.NewOrders(viaLink, nil)
-			release := tt.hold(t, direct)
+			release := tt.hold(t, direct, viaLink)
 			ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
 			err := tt.write(ctx, products, orders)
 			cancel()
@@ -114,6 +131,27 @@ func TestWriteOutcome(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdPool takes every connection of pool until release is called.
+func holdPool(t *testing.T, pool *db.Pool) (release func()) {
+	t.Helper()
+	n := int(pool.Stat().MaxConns())
+	var wg sync.WaitGroup
+	held, done := make(chan struct{}, n), make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			_ = pool.With(testCtx(t), func(db.Conn) error {
+				held <- struct{}{}
+				<-done
+				return nil
+			})
+		})
+	}
+	for range n {
+		<-held
+	}
+	return func() { close(done); wg.Wait() }
 }
 
 // cancelDelay is how long the link holds PostgreSQL's CancelRequest.

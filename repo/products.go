@@ -48,8 +48,15 @@ func (f Freshness) Hit() bool { return f.Status == cache.Hit }
 // Stale reports an answer past its soft expiry, served while it refreshes.
 func (f Freshness) Stale() bool { return f.Status == cache.Stale }
 
-// writeThroughTimeout bounds the cache refresh after a write.
-const writeThroughTimeout = 2 * time.Second
+// The cache refresh after a write takes at most writeThroughTimeout, and
+// no longer than the request's deadline allows (writeThroughContext): a
+// hung Redis must not hold the answer of a write that committed until the
+// server's write timeout cuts it. writeThroughFloor is what it gets when
+// the write itself used the budget up.
+const (
+	writeThroughTimeout = 2 * time.Second
+	writeThroughFloor   = 50 * time.Millisecond
+)
 
 // Key is the Redis key of product id. The id is a hash tag, so the entry and
 // its lock share a Redis Cluster slot.
@@ -150,7 +157,7 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 // negative entry that a read of the not-yet-existing id may have left.
 func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	var pr Product
-	err := p.with(ctx, func(conn db.Conn) error {
+	err := p.write(ctx, func(conn db.Conn) error {
 		// The INSERT commits itself: it is the write's last step. It goes
 		// in one round trip (QueryExecModeExec): a separate prepare step
 		// that failed would read as the INSERT's own unknown outcome.
@@ -178,7 +185,7 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 // (EntryVersion), below which an entry is refused as a replay.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
-	err := p.with(ctx, func(conn db.Conn) error {
+	err := p.write(ctx, func(conn db.Conn) error {
 		return inTx(ctx, conn, func(tx pgx.Tx) error {
 			if in.Precondition != nil {
 				if err := checkPrecondition(ctx, tx, id, in.Precondition); err != nil {
@@ -260,4 +267,16 @@ func (p Product) inUTC() Product {
 // with runs fn on the main pool, retrying transient failures.
 func (p *Products) with(ctx context.Context, fn func(db.Conn) error) error {
 	return retry(ctx, func() error { return p.pool.With(ctx, fn) })
+}
+
+// write is with for a write: its last step marks what may have been
+// applied (lastStep), so any other failure, the request's deadline met
+// while waiting for a connection or between attempts included, wrote
+// nothing.
+func (p *Products) write(ctx context.Context, fn func(db.Conn) error) error {
+	err := p.with(ctx, fn)
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	return notApplied(err)
 }

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stampede-guard/api/cache"
 )
@@ -20,7 +21,7 @@ func (p *Products) writeThrough(ctx context.Context, id int64) { p.refresh(ctx, 
 
 // refresh is writeThrough, reloading with query.
 func (p *Products) refresh(ctx context.Context, id int64, query string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeThroughTimeout)
+	ctx, cancel := writeThroughContext(ctx)
 	defer cancel()
 	key := Key(id)
 	if err := p.cache.Invalidate(ctx, key); err != nil {
@@ -32,4 +33,17 @@ func (p *Products) refresh(ctx context.Context, id int64, query string) {
 		// Invalidated but not refilled: the next read loads it.
 		p.log.Warn("write-through reload failed", "product", id, "err", err)
 	}
+}
+
+// writeThroughContext is the write-through's context: not cancelled with
+// the request, and ending at writeThroughTimeout or at the request's
+// deadline, whichever comes first (but never within writeThroughFloor), so
+// the write's answer leaves before the server's write timeout, which lies
+// past REQUEST_TIMEOUT.
+func writeThroughContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := writeThroughTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		d = min(d, max(time.Until(deadline), writeThroughFloor))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
