@@ -32,6 +32,15 @@ func NewFailoverStore(newShared func() (limiter.Store, error), fallback limiter.
 	return &FailoverStore{newShared: newShared, fallback: fallback, retryGap: retryGap, onFallback: onFallback}
 }
 
+// Connect builds the shared store now, if it can (else the next use tries
+// again): the composition root calls it at start, so that no request pays
+// for ulule's script loads, two round trips that a hung Redis stretches to
+// two I/O timeouts outside the request's deadline.
+func (s *FailoverStore) Connect() error {
+	_, err := s.sharedStore()
+	return err
+}
+
 func (s *FailoverStore) sharedStore() (limiter.Store, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

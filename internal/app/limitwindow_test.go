@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	limiter "github.com/ulule/limiter/v3"
 
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
@@ -47,5 +48,21 @@ func TestLimitWindowEndReadsTheCounter(t *testing.T) {
 	}
 	if d := time.Until(at) - ttl; d < -50*time.Millisecond || d > 50*time.Millisecond {
 		t.Errorf("window ends in %s, the counter's TTL is %s: want them within 50 ms", time.Until(at), ttl)
+	}
+}
+
+// TestLimitStoreIsBuiltAtStart: the shared rate-limit store is built (its
+// scripts loaded in Redis) when the app wires it, not by the first limited
+// request, which with a hung Redis would wait two I/O timeouts for it
+// beyond its own deadline.
+func TestLimitStoreIsBuiltAtStart(t *testing.T) {
+	t.Parallel()
+	link := dbtest.NewProxy(t, dbtest.RedisAddr())
+	rdb := redis.NewClient(&redis.Options{Addr: link.Addr(), DB: redisDB, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	_ = newLimitStore(rdb, dbtest.Namespace(t, redisDB)+":", log)
+	if n := link.Stats().Conns; n == 0 {
+		t.Fatal("newLimitStore returned without reaching Redis: the first limited request would build the store")
 	}
 }

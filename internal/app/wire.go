@@ -63,7 +63,7 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 	// keep one counter per client address ever seen.
 	opts := limiter.StoreOptions{Prefix: limitPrefix(ns), MaxRetry: 1, CleanUpInterval: time.Minute}
 	var lastLog atomic.Int64
-	return middleware.NewFailoverStore(
+	store := middleware.NewFailoverStore(
 		func() (limiter.Store, error) { return redisstore.NewStoreWithOptions(rdb, opts) },
 		memstore.NewStoreWithOptions(opts),
 		5*time.Second,
@@ -75,6 +75,12 @@ func newLimitStore(rdb redis.UniversalClient, ns string, log *slog.Logger) limit
 			}
 		},
 	)
+	// Now, at start, rather than in the first limited request: a Redis
+	// that cannot be reached now is tried again on use, every 5 s.
+	if err := store.Connect(); err != nil {
+		log.Warn("rate limit: shared store unavailable at start, counting per instance until it is", "err", err)
+	}
+	return store
 }
 
 // limitPrefix names the rate-limit counters in Redis; ulule adds ":" and
