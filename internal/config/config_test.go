@@ -50,6 +50,8 @@ var configErrorCases = []struct {
 	{"soft TTL beyond hard TTL", map[string]string{"CACHE_SOFT_TTL": "20m", "CACHE_TTL": "10m"}, "CACHE_SOFT_TTL", ""},
 	{"namespace breaks a hash tag", map[string]string{"CACHE_NAMESPACE": "a{b}"}, "CACHE_NAMESPACE", "a{b}"},
 	{"namespace is a pattern", map[string]string{"CACHE_NAMESPACE": "app*"}, "CACHE_NAMESPACE", "app*"},
+	{"namespace is the locks' prefix", map[string]string{"CACHE_NAMESPACE": "lock"}, "CACHE_NAMESPACE", "lock"},
+	{"namespace is the entries' prefix", map[string]string{"CACHE_NAMESPACE": "product"}, "CACHE_NAMESPACE", "product"},
 	{"redis URL not a URL", map[string]string{"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL", "http://127.0.0.1:6379"},
 	{"redis DB not a number", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/x"}, "REDIS_URL", "redis://127.0.0.1:6379/x"},
 	{"L1 beyond soft TTL", map[string]string{"L1_TTL": "5s", "CACHE_SOFT_TTL": "5s"}, "L1_TTL", ""},

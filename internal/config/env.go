@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -167,8 +168,18 @@ func (p *envParser) namespace(name string) string {
 		p.fail(name, v, "must be at most 64 letters, digits, '.', '_' or '-'")
 		return ""
 	}
+	if slices.Contains(unnamespacedPrefixes, v) {
+		// "lock" would name its entries "lock:product:v1:{42}": the lock
+		// of product 42 for an app on the same database without one.
+		p.fail(name, v, "must not be a prefix the app's keys carry without a namespace ("+strings.Join(unnamespacedPrefixes, ", ")+"): an app without one on the same Redis database would read its keys as its own")
+		return ""
+	}
 	return v
 }
+
+// unnamespacedPrefixes are the first segments of the app's Redis keys and
+// channels without CACHE_NAMESPACE (docs/architecture.md, "Redis keys").
+var unnamespacedPrefixes = []string{"product", "lock", "ratelimit", "quota", "job", "cache"}
 
 // fraction reads a number in [0, most].
 func (p *envParser) fraction(name string, def, most float64) float64 {
