@@ -3,26 +3,48 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/migrations"
 )
 
+// schemaPoll is how often a start waiting for `api migrate up` looks at
+// the schema again: one tiny query.
+const schemaPoll = 2 * time.Second
+
 // checkSchema is the start's look at a schema it was told not to migrate
 // (MIGRATE_ON_START=false). None at all refuses the start: it served
 // /readyz 200 and answered every route 500 ("relation does not exist").
-// Some migrations pending is allowed (a deploy may run them after the new
-// code starts, as `api migrate up` does), and said once.
+// Migrations pending hold the start until they are applied: a deploy may
+// start the new code first and run `api migrate up` after it, and this
+// build's queries need its schema (orders answered 500 behind a 200
+// /readyz). Meanwhile /readyz answers 503 "starting" (handlers.Starting),
+// so the instance takes no traffic; ctx's end (a SIGTERM) stops the wait.
 func checkSchema(ctx context.Context, mainPool *db.Pool, log *slog.Logger) error {
-	applied, pending, err := db.SchemaState(ctx, mainPool, migrations.FS)
-	switch {
-	case err != nil:
-		return err
-	case len(applied) == 0:
-		return errors.New("the database has no schema (MIGRATE_ON_START=false): run `api migrate up` first, or start with MIGRATE_ON_START=true")
-	case len(pending) > 0:
-		log.Warn("migrations pending: the schema is behind this build until `api migrate up` runs", "pending", pending)
+	for waited := 0; ; waited++ {
+		applied, pending, err := db.SchemaState(ctx, mainPool, migrations.FS)
+		switch {
+		case err != nil:
+			return err
+		case len(applied) == 0:
+			return errors.New("the database has no schema (MIGRATE_ON_START=false): run `api migrate up` first, or start with MIGRATE_ON_START=true")
+		case len(pending) == 0:
+			if waited > 0 {
+				log.Info("migrations applied: starting")
+			}
+			return nil
+		case waited%30 == 0: // at once, then once a minute
+			log.Warn("migrations pending: waiting for `api migrate up` before serving (/readyz 503 until then)", "pending", pending)
+		}
+		t := time.NewTimer(schemaPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for pending migrations: %w", ctx.Err())
+		case <-t.C:
+		}
 	}
-	return nil
 }

@@ -138,8 +138,12 @@ func TestCLIUnknownCommand(t *testing.T) {
 	}
 }
 
-// TestMigrateOnStartOff: with MIGRATE_ON_START=false the service starts
-// without touching the schema; by default it migrates (every other test).
+// TestMigrateOnStartOff: with MIGRATE_ON_START=false the service never
+// touches the schema (by default it migrates: every other test). With a
+// migration pending it does not serve: this build's queries need its
+// schema (orders answered 500 behind a 200 /readyz). It waits, /readyz 503,
+// until `api migrate up` runs, then starts, and with the key that
+// migration generated.
 //
 // newestTable is the table the newest migration creates.
 func TestMigrateOnStartOff(t *testing.T) {
@@ -148,25 +152,37 @@ func TestMigrateOnStartOff(t *testing.T) {
 	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
 	mustCLI(t, env["DATABASE_URL"], "migrate", "down")
 	env["MIGRATE_ON_START"] = "false"
-	// The newest migration holds the generated cache signing key: without
-	// it the app refuses to start unless a key is configured.
-	env["CACHE_SIGNING_KEY"] = "a configured key of at least 32 bytes"
+	env["HTTP_ADDR"] = freeAddr(t)
+	base := "http://" + env["HTTP_ADDR"]
 	a := launchApp(t, env)
-	base := a.waitListening()
-	if recs := a.logs.records("migration applied"); len(recs) != 0 {
-		t.Errorf("MIGRATE_ON_START=false: %d migrations applied at start, want 0", len(recs))
+	const waiting = "migrations pending: waiting for `api migrate up` before serving (/readyz 503 until then)"
+	if !dbtest.Eventually(listenWait, func() bool { return len(a.logs.records(waiting)) > 0 }) {
+		t.Fatalf("MIGRATE_ON_START=false one migration behind: no %q line\n%s", waiting, a.logs)
+	}
+	if recs := a.logs.records(waiting); fmt.Sprint(recs[0]["pending"]) != "[5]" {
+		t.Errorf("pending: %v, want [5]", recs[0]["pending"])
+	}
+	for _, path := range []string{"/readyz", "/products/1", "/orders"} {
+		if resp, raw := call(t, "GET", base+path, nil, ""); resp.StatusCode != 503 {
+			t.Errorf("GET %s while migrations are pending: %d %s, want 503", path, resp.StatusCode, raw)
+		}
 	}
 	conn := dbConn(t, env["DATABASE_URL"])
 	if got := scalar(t, conn, `SELECT count(*) FROM pg_tables WHERE tablename = '`+newestTable+`'`); got != 0 {
 		t.Error("MIGRATE_ON_START=false: the pending migration was applied")
 	}
-	if resp, raw := call(t, "GET", base+"/products/1", nil, ""); resp.StatusCode != 200 {
-		t.Errorf("GET /products/1 on the migrated products table: %d %s", resp.StatusCode, raw)
+	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
+	a.waitListening()
+	if recs := a.logs.records("migration applied"); len(recs) != 0 {
+		t.Errorf("MIGRATE_ON_START=false: %d migrations applied by the service, want 0", len(recs))
 	}
-	// The pending migration is said once, at start.
-	recs := a.logs.records("migrations pending: the schema is behind this build until `api migrate up` runs")
-	if len(recs) != 1 || fmt.Sprint(recs[0]["pending"]) != "[5]" {
-		t.Errorf("MIGRATE_ON_START=false one migration behind: pending warnings %v, want one naming [5]", recs)
+	for _, path := range []string{"/readyz", "/products/1"} {
+		if resp, raw := call(t, "GET", base+path, nil, ""); resp.StatusCode != 200 {
+			t.Errorf("GET %s once migrated: %d %s", path, resp.StatusCode, raw)
+		}
+	}
+	if resp, raw := call(t, "POST", base+"/orders", map[string]string{"Content-Type": "application/json"}, `{"product_id":3,"quantity":1}`); resp.StatusCode != 201 {
+		t.Errorf("POST /orders once migrated: %d %s", resp.StatusCode, raw)
 	}
 }
 
@@ -214,13 +230,17 @@ func TestNoArgumentsServes(t *testing.T) {
 }
 
 // TestStartNeedsTheSigningKey: with MIGRATE_ON_START=false, no
-// CACHE_SIGNING_KEY and the key's table not migrated yet, the app refuses
-// to start, saying what to do, rather than serve unsigned entries.
+// CACHE_SIGNING_KEY and the key's table gone (the migrations say applied),
+// the app refuses to start, saying what to do, rather than serve unsigned
+// entries.
 func TestStartNeedsTheSigningKey(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t, map[string]string{"MIGRATE_ON_START": "false", "HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "off"})
 	mustCLI(t, env["DATABASE_URL"], "migrate", "up")
-	mustCLI(t, env["DATABASE_URL"], "migrate", "down") // drops cache_signing_key
+	conn := dbConn(t, env["DATABASE_URL"])
+	if _, err := conn.Exec(context.Background(), `DROP TABLE `+newestTable); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := run(ctx, envOf(env), &logCapture{})
