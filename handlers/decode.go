@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -215,9 +216,15 @@ func headerOnce(c *gin.Context, name string) (v string, present bool, err error)
 }
 
 // queryOnce returns an optional query parameter, refused when given more
-// than once (see queryInt).
+// than once (see queryInt), or when the query string is malformed: gin
+// drops a pair it cannot parse ("limit=%ZZ", "after=1;limit=2"), and the
+// request would be answered with defaults it did not ask for.
 func queryOnce(c *gin.Context, name string) (v string, ok bool, err error) {
-	vs, ok := c.GetQueryArray(name)
+	q, perr := url.ParseQuery(c.Request.URL.RawQuery)
+	if perr != nil {
+		return "", false, badRequest("the query string is malformed: " + perr.Error() + "; percent-encode it and separate parameters with '&'")
+	}
+	vs, ok := q[name]
 	switch {
 	case !ok:
 		return "", false, nil

@@ -181,6 +181,9 @@ func TestProductWrites(t *testing.T) {
 		{"list limit 0", "GET", "/products?limit=0", "", nil, 400, nil},
 		{"list limit 101", "GET", "/products?limit=101", "", nil, 400, nil},
 		{"list after -1", "GET", "/products?after=-1", "", nil, 400, nil},
+		{"list with a malformed escape", "GET", "/products?limit=%ZZ", "", nil, 400, nil},
+		{"list with a semicolon", "GET", "/products?after=1;limit=2", "", nil, 400, nil},
+		{"list limit twice, once malformed", "GET", "/products?limit=5&limit=%zz", "", nil, 400, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
