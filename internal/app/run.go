@@ -148,7 +148,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(srv, s.health, serveErr, cfg, log)
+	// A second SIGTERM or Ctrl-C while draining cuts the drain delay short
+	// (in-flight requests still get SHUTDOWN_TIMEOUT): an operator at a
+	// terminal, or a mistyped delay, is never stuck waiting it out.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	return shutdown(srv, s.health, serveErr, again, cfg, log)
 }
 
 // flushTracing flushes the spans still buffered, within 5 s.
@@ -189,13 +195,18 @@ func logWarmed(log *slog.Logger, msg string, keys, warmed int, err error) {
 // shutdown drains: readiness goes 503 first so load balancers stop
 // sending; after SHUTDOWN_DRAIN_DELAY (0 by default: set it to a few probe
 // periods behind a load balancer) in-flight requests get up to
-// SHUTDOWN_TIMEOUT to finish. run's deferred closes follow: admin, metrics,
-// cache (stops refreshers), Redis, pools, tracing, logs.
-func shutdown(srv *http.Server, health *handlers.Health, serveErr <-chan error, cfg config.Config, log *slog.Logger) error {
+// SHUTDOWN_TIMEOUT to finish; a signal on again ends the delay early.
+// run's deferred closes follow: admin, metrics, cache (stops refreshers),
+// Redis, pools, tracing, logs.
+func shutdown(srv *http.Server, health *handlers.Health, serveErr <-chan error, again <-chan os.Signal, cfg config.Config, log *slog.Logger) error {
 	log.Info("shutting down", "drain_delay", cfg.DrainDelay)
 	health.Drain()
+	delay := time.NewTimer(cfg.DrainDelay)
+	defer delay.Stop()
 	select {
-	case <-time.After(cfg.DrainDelay):
+	case <-delay.C:
+	case sig := <-again:
+		log.Info("second signal: drain delay cut short", "signal", sig.String())
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	}
