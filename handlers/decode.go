@@ -87,7 +87,13 @@ func tooLarge() error {
 // ignored ("Price_Cents"). Anything not an object is left to the decoder.
 func checkKeys(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	tok, err := dec.Token()
+	if err == nil && tok == nil {
+		// null decodes into a struct as nothing at all, and would be
+		// answered "missing fields" rather than what it is.
+		return badRequest("request body must be a JSON object, not null")
+	}
+	if err != nil || tok != json.Delim('{') {
 		return nil
 	}
 	names := jsonNames(dst)

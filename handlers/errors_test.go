@@ -83,33 +83,35 @@ func TestDecodeJSON(t *testing.T) {
 	tests := []struct {
 		name, contentType, body string
 		want                    int
+		msg                     string // in the error, when set
 	}{
-		{"valid", "application/json", `{"name":"a","price_cents":1}`, http.StatusCreated},
-		{"charset is fine", "application/json; charset=utf-8", `{"name":"a","price_cents":1}`, http.StatusCreated},
-		{"wrong type", "application/json", `{"name":"a","price_cents":"1"}`, http.StatusBadRequest},
-		{"unknown field", "application/json", `{"name":"a","price_cents":1,"x":1}`, http.StatusBadRequest},
-		{"trailing object", "application/json", `{"name":"a","price_cents":1} {}`, http.StatusBadRequest},
-		{"trailing garbage", "application/json", `{"name":"a","price_cents":1} x`, http.StatusBadRequest},
-		{"syntax", "application/json", `{"name":`, http.StatusBadRequest},
-		{"empty", "application/json", ``, http.StatusBadRequest},
-		{"array", "application/json", `[1]`, http.StatusBadRequest},
-		{"missing price", "application/json", `{"name":"a"}`, http.StatusBadRequest},
-		{"negative price", "application/json", `{"name":"a","price_cents":-1}`, http.StatusBadRequest},
-		{"blank name", "application/json", `{"name":"  ","price_cents":1}`, http.StatusBadRequest},
-		{"negative stock", "application/json", `{"name":"a","price_cents":1,"stock":-2}`, http.StatusBadRequest},
-		{"NUL in name", "application/json", `{"name":"a\u0000b","price_cents":1}`, http.StatusBadRequest},
-		{"control character in name", "application/json", `{"name":"a\u001bb","price_cents":1}`, http.StatusBadRequest},
-		{"overflow", "application/json", `{"name":"a","price_cents":1e40}`, http.StatusBadRequest},
-		{"text/plain", "text/plain", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
-		{"no content type", "", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType},
+		{"valid", "application/json", `{"name":"a","price_cents":1}`, http.StatusCreated, ""},
+		{"charset is fine", "application/json; charset=utf-8", `{"name":"a","price_cents":1}`, http.StatusCreated, ""},
+		{"wrong type", "application/json", `{"name":"a","price_cents":"1"}`, http.StatusBadRequest, ""},
+		{"unknown field", "application/json", `{"name":"a","price_cents":1,"x":1}`, http.StatusBadRequest, ""},
+		{"trailing object", "application/json", `{"name":"a","price_cents":1} {}`, http.StatusBadRequest, ""},
+		{"trailing garbage", "application/json", `{"name":"a","price_cents":1} x`, http.StatusBadRequest, ""},
+		{"syntax", "application/json", `{"name":`, http.StatusBadRequest, ""},
+		{"empty", "application/json", ``, http.StatusBadRequest, ""},
+		{"array", "application/json", `[1]`, http.StatusBadRequest, "must be a JSON object"},
+		{"null", "application/json", `null`, http.StatusBadRequest, "must be a JSON object"},
+		{"missing price", "application/json", `{"name":"a"}`, http.StatusBadRequest, ""},
+		{"negative price", "application/json", `{"name":"a","price_cents":-1}`, http.StatusBadRequest, ""},
+		{"blank name", "application/json", `{"name":"  ","price_cents":1}`, http.StatusBadRequest, ""},
+		{"negative stock", "application/json", `{"name":"a","price_cents":1,"stock":-2}`, http.StatusBadRequest, ""},
+		{"NUL in name", "application/json", `{"name":"a\u0000b","price_cents":1}`, http.StatusBadRequest, ""},
+		{"control character in name", "application/json", `{"name":"a\u001bb","price_cents":1}`, http.StatusBadRequest, ""},
+		{"overflow", "application/json", `{"name":"a","price_cents":1e40}`, http.StatusBadRequest, ""},
+		{"text/plain", "text/plain", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType, ""},
+		{"no content type", "", `{"name":"a","price_cents":1}`, http.StatusUnsupportedMediaType, ""},
 		// Two headers ("\n" between them): which one is the body in?
-		{"two content types", "application/json\ntext/plain", `{"name":"a","price_cents":1}`, http.StatusBadRequest},
-		{"two content types, the same", "application/json\napplication/json", `{"name":"a","price_cents":1}`, http.StatusBadRequest},
-		{"duplicate key", "application/json", `{"name":"a","price_cents":1,"price_cents":0}`, http.StatusBadRequest},
-		{"duplicate key, same value", "application/json", `{"name":"a","name":"a","price_cents":1}`, http.StatusBadRequest},
-		{"key in another case", "application/json", `{"name":"a","Price_Cents":1}`, http.StatusBadRequest},
-		{"key in upper case", "application/json", `{"NAME":"a","price_cents":1}`, http.StatusBadRequest},
-		{"too large", "application/json", `{"name":"` + strings.Repeat("a", MaxBody) + `","price_cents":1}`, http.StatusRequestEntityTooLarge},
+		{"two content types", "application/json\ntext/plain", `{"name":"a","price_cents":1}`, http.StatusBadRequest, ""},
+		{"two content types, the same", "application/json\napplication/json", `{"name":"a","price_cents":1}`, http.StatusBadRequest, ""},
+		{"duplicate key", "application/json", `{"name":"a","price_cents":1,"price_cents":0}`, http.StatusBadRequest, ""},
+		{"duplicate key, same value", "application/json", `{"name":"a","name":"a","price_cents":1}`, http.StatusBadRequest, ""},
+		{"key in another case", "application/json", `{"name":"a","Price_Cents":1}`, http.StatusBadRequest, ""},
+		{"key in upper case", "application/json", `{"NAME":"a","price_cents":1}`, http.StatusBadRequest, ""},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", MaxBody) + `","price_cents":1}`, http.StatusRequestEntityTooLarge, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +122,9 @@ func TestDecodeJSON(t *testing.T) {
 			rec := serveWant(t, req, tc.want)
 			if strings.Contains(rec.Body.String(), `field \"\"`) {
 				t.Errorf("error names an empty field: %s", rec.Body)
+			}
+			if !strings.Contains(rec.Body.String(), tc.msg) {
+				t.Errorf("error %s, want it to say %q", rec.Body, tc.msg)
 			}
 		})
 	}

@@ -36,6 +36,12 @@ import (
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	setGCPercent(getenv)
 	if err := command(ctx, args, getenv, stdout); err != nil {
+		if len(args) == 0 {
+			// The server's log is JSON on stdout: its last line says why
+			// it stopped, for whatever reads the log (the line on stderr
+			// is for a person at a terminal).
+			slog.New(slog.NewJSONHandler(stdout, nil)).Error("stopped with an error", "err", err.Error())
+		}
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

@@ -1,11 +1,14 @@
 package app
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +61,38 @@ func TestSecondSignalCutsTheDrainDelay(t *testing.T) {
 				_ = srv.Close()
 				<-done
 				t.Fatalf("shutdown with a %s drain delay still waiting after %s", tc.delay, tc.atMost)
+			}
+		})
+	}
+}
+
+// TestFailedStartLogsJSON: a server that cannot start says why on stderr,
+// for a person, and as the last JSON line of its log on stdout, for
+// whatever parses the log; a command's error stays plain text.
+func TestFailedStartLogsJSON(t *testing.T) {
+	env := map[string]string{"HTTP_ADDR": "not an address", "REQUEST_TIMEOUT": "soon"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		json bool
+	}{
+		{"server", nil, true},
+		{"command", []string{"migrate", "up"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := Main(t.Context(), tc.args, func(k string) string { return env[k] }, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit code %d, want 1", code)
+			}
+			if !strings.Contains(stderr.String(), "REQUEST_TIMEOUT") {
+				t.Errorf("stderr %q does not name the bad variable", stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+			var last struct{ Level, Msg, Err string }
+			err := json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+			got := err == nil && last.Level == "ERROR" && strings.Contains(last.Err, "REQUEST_TIMEOUT")
+			if got != tc.json {
+				t.Errorf("stdout's last line %q: a JSON error line %v, want %v", lines[len(lines)-1], got, tc.json)
 			}
 		})
 	}
