@@ -173,7 +173,15 @@ func TestReportsOnReplicaFallBackToPrimary(t *testing.T) {
 		})
 	report := base + "/reports/top-products"
 	// The replica is asynchronous: the migrations' tables reach it a
-	// moment after the app turned ready.
+	// moment after the app turned ready, and a report before that is a
+	// 500 ("relation does not exist"), which the contract check refuses.
+	// Wait for the newest migration's table there first.
+	dbtest.WaitFor(t, "the migrations to reach the replica", func() bool {
+		var there bool
+		err := dbConn(t, pair.ReplicaURL(dbName)).QueryRow(context.Background(),
+			`SELECT to_regclass('public.`+newestTable+`') IS NOT NULL`).Scan(&there)
+		return err == nil && there
+	})
 	dbtest.WaitFor(t, "a report answered from the replica", func() bool { return timedGet(report).status == http.StatusOK })
 	if got := reportsSessions(t, pair.ReplicaURL(dbName)); got == 0 {
 		t.Error("no reports session on the replica after a report")
