@@ -107,13 +107,7 @@ func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed
 		// first: that one may still have committed, so not "nothing written".
 		err = fmt.Errorf("%w: an attempt's COMMIT went unanswered, and then: %w", ErrOutcomeUnknown, err)
 	}
-	if err != nil && !errors.Is(err, ErrOutcomeUnknown) {
-		// Every step that may have committed is marked so (lastStep): the
-		// deadline met anywhere else, waiting for a connection or between
-		// attempts, placed nothing.
-		err = notApplied(err)
-	}
-	if err != nil {
+	if err = writeFailed(err); err != nil {
 		return Order{}, false, unavailable(fmt.Errorf("create order: %w", err), o.pool)
 	}
 	return order, replayed, nil

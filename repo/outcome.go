@@ -38,6 +38,17 @@ func notApplied(err error) error {
 	return err
 }
 
+// writeFailed is a finished write's error. Every step that may have
+// committed is marked ErrOutcomeUnknown (lastStep), which stays; any other
+// failure wrote nothing, the request's deadline met while waiting for a
+// connection or between attempts included (notApplied). nil stays nil.
+func writeFailed(err error) error {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	return notApplied(err)
+}
+
 // inTx runs fn in a transaction on conn and commits it. A failure inside
 // fn rolls the transaction back, which is a definite failure however it
 // happened; only the COMMIT's can leave the outcome unknown (lastStep).

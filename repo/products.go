@@ -269,14 +269,7 @@ func (p *Products) with(ctx context.Context, fn func(db.Conn) error) error {
 	return retry(ctx, func() error { return p.pool.With(ctx, fn) })
 }
 
-// write is with for a write: its last step marks what may have been
-// applied (lastStep), so any other failure, the request's deadline met
-// while waiting for a connection or between attempts included, wrote
-// nothing.
+// write is with for a write (writeFailed).
 func (p *Products) write(ctx context.Context, fn func(db.Conn) error) error {
-	err := p.with(ctx, fn)
-	if errors.Is(err, ErrOutcomeUnknown) {
-		return err
-	}
-	return notApplied(err)
+	return writeFailed(p.with(ctx, fn))
 }
