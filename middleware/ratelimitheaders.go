@@ -3,6 +3,7 @@ package middleware
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -61,30 +62,27 @@ func (r *rateHeaders) limit(n int64) []string {
 }
 
 // valueSlabs hands out header values from slabs of slabValues numbers:
-// one allocation per slab, not per value. A request claims a slot of the
-// current slab with one atomic add and writes its text there, once; the
-// strings made over the slots stay immutable, and a response that keeps
-// one keeps its slab alive, no more. (A sync.Pool of slabs would do too,
-// but the race detector's Pool drops items at random, and a test that
-// counts allocations must hold under -race.)
+// one allocation per slab, not per value. Each core carves values from a
+// slab of its own, lent by a sync.Pool (its per-P cache): a request takes
+// the slab, writes its text in the next slot, once, and gives the slab
+// back until it is full. A slab shared by both cores cost more than the
+// rest of the limiter: every claim moved the slab's counter from one
+// core's cache to the other's, and a full slab made the other core spin
+// until its successor was there. The strings made over the slots stay
+// immutable, and a response that keeps one keeps its slab alive, no more.
+// (The race detector's Pool drops a quarter of what is given back, so
+// under -race slabs are made more often; still far fewer than values.)
 type valueSlabs struct {
-	cur atomic.Pointer[valueSlab]
+	pool sync.Pool // *valueSlab with free slots
 }
 
 const (
 	slabValues = 128
 	maxDigits  = len("-9223372036854775808")
-	// cacheLine is the span that keeps a hot word off others' cache line:
-	// 128 bytes, since x86 fetches lines in adjacent pairs.
-	cacheLine = 128
 )
 
 type valueSlab struct {
-	next atomic.Int64
-	// The counter has a cache line of its own: every claim takes it, and
-	// on the line of the first values it made their writers and readers
-	// wait for each claim.
-	_    [cacheLine - 8]byte
+	next int // owned by whoever holds the slab: no atomics
 	text [slabValues * maxDigits]byte
 	vals [slabValues]slabValue
 }
@@ -103,27 +101,20 @@ func (p *valueSlabs) value(n int64) []string {
 
 // entry writes n into a fresh slot and returns it.
 func (p *valueSlabs) entry(n int64) *slabValue {
-	for {
-		s := p.cur.Load()
-		if s == nil {
-			p.cur.CompareAndSwap(nil, &valueSlab{})
-			continue
-		}
-		i := s.next.Add(1) - 1
-		if i < slabValues {
-			slot := s.text[i*int64(maxDigits) : i*int64(maxDigits) : (i+1)*int64(maxDigits)]
-			text := strconv.AppendInt(slot, n, 10) // fits its slot: never moves
-			// #nosec G103 -- the slot is written once, by this request only, before its string exists, and never again
-			s.vals[i] = slabValue{s: unsafe.String(unsafe.SliceData(text), len(text)), n: n}
-			return &s.vals[i]
-		}
-		if i == slabValues {
-			// The first request past the end makes the next slab; the
-			// others try again once it is there. (Each making one, on
-			// two busy cores, allocated two slabs for every one used.)
-			p.cur.Store(&valueSlab{})
-		}
+	s, _ := p.pool.Get().(*valueSlab)
+	if s == nil {
+		s = new(valueSlab)
 	}
+	i := s.next
+	s.next++
+	slot := s.text[i*maxDigits : i*maxDigits : (i+1)*maxDigits]
+	text := strconv.AppendInt(slot, n, 10) // fits its slot: never moves
+	// #nosec G103 -- the slot is written once, by the slab's only holder, before its string exists, and never again
+	s.vals[i] = slabValue{s: unsafe.String(unsafe.SliceData(text), len(text)), n: n}
+	if s.next < slabValues {
+		p.pool.Put(s) // a full slab is dropped: its values live on in the answers that hold them
+	}
+	return &s.vals[i]
 }
 
 // header is the value as a header's []string of length and capacity 1:
