@@ -39,6 +39,22 @@ func OwnRequestID(c *gin.Context) {
 	}
 }
 
+// SetRequestID gives an answer its X-Request-ID (a sane one the client
+// sent, or a new random one) and returns it. RequestLog calls it for the
+// API; the handler that answers while the instance starts, before gin's
+// engine exists, calls it too, so every answer carries an id.
+func SetRequestID(h http.Header, r *http.Request) string {
+	var id string
+	if v := r.Header[requestIDHeader]; len(v) > 0 {
+		id = v[0]
+	}
+	if !validRequestID(id) {
+		id = newRequestID()
+	}
+	h[requestIDHeader] = []string{id}
+	return id
+}
+
 // maxRequestIDLen bounds an id a client sends us, so logs stay sane.
 const maxRequestIDLen = 64
 
@@ -48,14 +64,7 @@ const maxRequestIDLen = 64
 func RequestLog(log *AccessLog) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
-		var id string
-		if v := c.Request.Header[requestIDHeader]; len(v) > 0 {
-			id = v[0]
-		}
-		if !validRequestID(id) {
-			id = newRequestID()
-		}
-		c.Writer.Header()[requestIDHeader] = []string{id}
+		id := SetRequestID(c.Writer.Header(), c.Request)
 		c.Next()
 
 		level := slog.LevelInfo

@@ -50,30 +50,38 @@ func TestStartAnswersWhileDependenciesOpen(t *testing.T) {
 	if health.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz while starting: %d, want 200 (alive)", health.StatusCode)
 	}
+	// Only the probes' own routes and methods are probes: the API is
+	// not there yet, so anything else is "retry shortly".
 	cases := []struct {
-		path       string
-		status     int
-		retryAfter bool
-		body       string // a field of the JSON body: "status" or "error"
+		method, path string
+		status       int
+		retryAfter   bool
+		body         string // a field of the JSON body: "status" or "error"
 	}{
-		{"/readyz", http.StatusServiceUnavailable, false, "status"},
-		{"/products/1", http.StatusServiceUnavailable, true, "error"},
-		{"/orders/1", http.StatusServiceUnavailable, true, "error"},
+		{http.MethodGet, "/readyz", http.StatusServiceUnavailable, false, "status"},
+		{http.MethodGet, "/products/1", http.StatusServiceUnavailable, true, "error"},
+		{http.MethodGet, "/orders/1", http.StatusServiceUnavailable, true, "error"},
+		{http.MethodPost, "/healthz", http.StatusServiceUnavailable, true, "error"},
+		{http.MethodGet, "/healthz/", http.StatusServiceUnavailable, true, "error"},
 	}
 	for _, tc := range cases {
-		resp, err := client.Get(base + tc.path)
+		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
+		resp, err := client.Do(req)
 		if err != nil {
-			t.Errorf("GET %s while starting: %v", tc.path, err)
+			t.Errorf("%s %s while starting: %v", tc.method, tc.path, err)
 			continue
 		}
 		var body map[string]string
 		err = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.status || err != nil || body[tc.body] == "" {
-			t.Errorf("GET %s while starting: %d %v (decode: %v), want %d with %q", tc.path, resp.StatusCode, body, err, tc.status, tc.body)
+			t.Errorf("%s %s while starting: %d %v (decode: %v), want %d with %q", tc.method, tc.path, resp.StatusCode, body, err, tc.status, tc.body)
 		}
 		if got := resp.Header.Get("Retry-After") != ""; got != tc.retryAfter {
-			t.Errorf("GET %s while starting: Retry-After %q, want one: %v", tc.path, resp.Header.Get("Retry-After"), tc.retryAfter)
+			t.Errorf("%s %s while starting: Retry-After %q, want one: %v", tc.method, tc.path, resp.Header.Get("Retry-After"), tc.retryAfter)
+		}
+		if resp.Header.Get("X-Request-Id") == "" {
+			t.Errorf("%s %s while starting: no X-Request-ID (every answer carries one)", tc.method, tc.path)
 		}
 	}
 
