@@ -59,10 +59,16 @@ func ReadBody(cfg BodyConfig) gin.HandlerFunc {
 			Refuse(c, http.StatusBadRequest, "request body could not be read", 0)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = readBody{bytes.NewReader(body)}
 		c.Next()
 	}
 }
+
+// readBody is a body ReadBody has read into memory: what the handlers read,
+// and how Refuse knows the client's bytes are all in.
+type readBody struct{ *bytes.Reader }
+
+func (readBody) Close() error { return nil }
 
 // readPaced reads the body with a read deadline that moves with the bytes
 // received: start + Grace + received/MinRate, never past start + Timeout.

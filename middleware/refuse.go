@@ -19,7 +19,25 @@ func Refuse(c *gin.Context, status int, msg string, retryAfter time.Duration) {
 	if retryAfter > 0 {
 		c.Header("Retry-After", RetryAfterSeconds(retryAfter))
 	}
+	if bodyUnread(c.Request) {
+		// Refused before ReadBody (a missing key, a rate limit): net/http
+		// would read the rest of the body before it sends the answer, so a
+		// client trickling its body heard nothing until the server's read
+		// timeout cut it off (10 s, whatever BODY_READ_TIMEOUT says).
+		// Closing after the answer lets the answer go at once.
+		c.Header("Connection", "close")
+	}
 	c.AbortWithStatusJSON(status, gin.H{"error": msg})
+}
+
+// bodyUnread reports whether r has a body that no one has read: ReadBody
+// replaces a body it has read with a readBody.
+func bodyUnread(r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return false
+	}
+	_, read := r.Body.(readBody)
+	return !read
 }
 
 // RetryAfterSeconds renders a Retry-After: whole seconds, rounded up (a
