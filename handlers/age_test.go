@@ -54,6 +54,10 @@ func TestAgeLeavesMaxAgeTheTimeLeft(t *testing.T) {
 			repo.Freshness{Status: cache.Miss, TTL: 29*s + 990*time.Millisecond}, false, "public, max-age=30", ""},
 		{"stale", HTTPCache{Enabled: true, MaxAge: 30 * s},
 			repo.Freshness{Status: cache.Stale, TTL: -3 * s, Age: 33 * s}, false, "public, max-age=30", "33"},
+		// A 404 not looked up (an unknown id past the lookup budget) is a
+		// guess: no one may keep it, whatever HTTP caching allows.
+		{"404 not looked up", HTTPCache{Enabled: true, MaxAge: 600 * s, NotFoundMaxAge: 30 * s},
+			repo.Freshness{Status: cache.Miss, Unsure: true}, true, "no-store", ""},
 		// Not for shared caches: the time since the load, as it is.
 		{"no-store", HTTPCache{},
 			repo.Freshness{Status: cache.Hit, TTL: 1104 * s, Age: 96 * s}, true, "no-store", "96"},

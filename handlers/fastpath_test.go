@@ -44,6 +44,8 @@ func TestProductHeaders(t *testing.T) {
 			"X-Cache": "MISS", "Cache-Status": "stampede-guard; fwd=miss; stored; ttl=30"}},
 		{"not found", answerProducts{f: repo.Freshness{Status: cache.Hit, TTL: 5 * time.Second}, err: repo.ErrNotFound}, map[string]string{
 			"X-Cache": "HIT", "Cache-Control": "no-store", "Etag": "", "Last-Modified": "", "Age": ""}},
+		{"not found, not looked up", answerProducts{f: repo.Freshness{Status: cache.Miss, Unsure: true}, err: repo.ErrNotFound}, map[string]string{
+			"X-Cache": "MISS", "Cache-Status": "stampede-guard; detail=unknown-id-not-looked-up", "Cache-Control": "no-store", "Age": ""}},
 		// A cached 404 says its age too: its max-age is the negative TTL,
 		// and without Age a downstream cache kept it past this cache's copy.
 		{"not found with age", answerProducts{f: repo.Freshness{Status: cache.Hit, TTL: 5 * time.Second, Age: 25 * time.Second}, err: repo.ErrNotFound}, map[string]string{

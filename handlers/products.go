@@ -113,7 +113,11 @@ func (h *Products) get(c *gin.Context) {
 	p, f, err := h.store.Get(c.Request.Context(), id)
 	if isNotFound(err) {
 		var hs headers // a product answer's headers, set at once (fastpath.go)
-		h.freshness(c, &hs, f, h.ccNotFound)
+		cc := h.ccNotFound
+		if f.Unsure {
+			cc = "no-store" // a guess (repo.Freshness): no one may keep it
+		}
+		h.freshness(c, &hs, f, cc)
 		addAge(&hs, h.age(f, h.maxAgeNotFound)) // as a product's
 		hs.set(c)
 	}
@@ -148,7 +152,7 @@ func (h *Products) get(c *gin.Context) {
 // downstream copy may outlive ours by less than a second. An answer shared
 // caches may not store keeps the time since the load.
 func (h *Products) age(f repo.Freshness, maxAge time.Duration) time.Duration {
-	if !h.public {
+	if !h.public || f.Unsure {
 		return f.Age
 	}
 	age := max(0, maxAge-f.TTL)
@@ -173,6 +177,10 @@ func cacheHeaders(hs *headers, f repo.Freshness) {
 	ttl := int64(math.Round(f.TTL.Seconds()))
 	// Concatenation, not fmt: this runs on every product read.
 	switch {
+	case f.Unsure:
+		// Not in the cache, and not forwarded to the database (no fwd,
+		// RFC 9211): a guess.
+		hs.add("Cache-Status", "stampede-guard; detail=unknown-id-not-looked-up")
 	case f.Hit():
 		hs.add("Cache-Status", "stampede-guard; hit; ttl="+strconv.FormatInt(ttl, 10))
 	case f.Stale():

@@ -62,6 +62,10 @@ const (
 	mayExist verdict = iota // take the normal path
 	lookUp                  // unknown, but within the budget: take the normal path, remember it if found
 	absent                  // answer "not found" without a query
+	// overBudget: unknown and past the lookup budget, so not looked up in
+	// the database; perhaps created on another instance a moment ago, so
+	// answered from the cache alone, and "not found" only as a guess.
+	overBudget
 )
 
 // check says whether id may exist, from memory only. A filter not loaded
@@ -92,7 +96,7 @@ func (k *knownIDs) check(ctx context.Context, id int64) verdict {
 		case k.wake <- struct{}{}:
 		default:
 		}
-		return absent
+		return overBudget
 	}
 }
 

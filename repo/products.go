@@ -40,6 +40,10 @@ type Freshness struct {
 	L1     bool
 	TTL    time.Duration // freshness left; negative when stale
 	Age    time.Duration // since the value was loaded from PostgreSQL
+	// Unsure marks a "not found" that was not looked up (an unknown id past
+	// the lookup budget, not in the cache): true for now as far as this
+	// instance knows, but not an answer anyone should store.
+	Unsure bool
 }
 
 // Hit reports a fresh answer from L1 or Redis.
@@ -73,9 +77,12 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	if p.known != nil {
 		v = p.known.check(ctx, id)
 	}
-	if v == absent {
+	switch v {
+	case absent:
 		// Never created: no query, no Redis key (see knownIDs).
 		return Product{}, Freshness{Status: cache.Hit}, fmt.Errorf("product %d: %w", id, ErrNotFound)
+	case overBudget:
+		return p.cachedOnly(ctx, id)
 	}
 	key := Key(id)
 	if p.reads != nil {
@@ -97,6 +104,28 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 		p.known.add(id)
 	}
 	return pr, f, nil
+}
+
+// cachedOnly answers an id the filter does not know, past the lookup
+// budget, from the cache alone: a product created on another instance a
+// moment ago is in Redis (its write put it there) before this instance's
+// filter has read it from the table. What the cache does not hold is "not
+// found" without a query, marked Unsure: a guess, which the handler tells
+// no one to store. An entry that fails verification is not reloaded here
+// (that would be a query past the budget): it too is a guess.
+func (p *Products) cachedOnly(ctx context.Context, id int64) (Product, Freshness, error) {
+	res, found, err := p.cache.Peek(ctx, Key(id))
+	if err == nil && found {
+		if pr, bad := p.seen.check(res, id); bad == nil {
+			f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
+			if res.Absent {
+				return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
+			}
+			p.known.add(id)
+			return pr, f, nil
+		}
+	}
+	return Product{}, Freshness{Status: cache.Miss, Unsure: true}, fmt.Errorf("product %d: %w", id, ErrNotFound)
 }
 
 // loader is the cache's way to load product id on a miss.
