@@ -27,13 +27,19 @@ type Reports struct {
 func NewReports(pool *db.Pool) *Reports { return &Reports{pool: pool} }
 
 // TopProducts aggregates the orders of the last `days` days by product and
-// returns the `limit` best sellers by units.
+// returns the `limit` best sellers by units. Each order's total fits in
+// int64 (ErrTotalOverflow), but their sum may not: the revenue stops at
+// int64's largest value rather than fail the report for everyone
+// (PostgreSQL's "bigint out of range" reads as a client's mistake, a 400).
+// SUM of bigint is numeric already, so the cap costs no cast per row; the
+// units, a SUM of integers, would need billions of orders to overflow.
 func (r *Reports) TopProducts(ctx context.Context, days, limit int) ([]TopProduct, error) {
 	var out []TopProduct
 	err := retry(ctx, func() error {
 		return r.pool.With(ctx, func(conn db.Conn) error {
 			rows, err := conn.Query(ctx, `
-			SELECT p.id, p.name, SUM(o.quantity)::bigint AS units, SUM(o.total_cents)::bigint AS revenue
+			SELECT p.id, p.name, SUM(o.quantity)::bigint AS units,
+				LEAST(SUM(o.total_cents), 9223372036854775807)::bigint AS revenue
 			FROM orders o JOIN products p ON p.id = o.product_id
 			WHERE o.created_at >= now() - make_interval(days => $1)
 			GROUP BY p.id, p.name

@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stampede-guard/api/db"
@@ -61,5 +62,34 @@ func TestReportsTopProducts(t *testing.T) {
 				t.Errorf("units of product %d: got %d, want %d", tt.wantFirstProdID, rows[0].Units, want)
 			}
 		})
+	}
+}
+
+// TestReportsRevenuePastInt64: orders whose totals each fit in int64 (the
+// order check, ErrTotalOverflow) can sum past it. PostgreSQL then refused
+// the cast ("bigint out of range"), which reads as a client's mistake: every
+// caller of the report got a 400 for as long as the orders stayed in its
+// window. The revenue now stops at int64's largest value, as documented.
+func TestReportsRevenuePastInt64(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t, "repo", db.Config{Name: "reports", MaxConns: 2})
+	const near = math.MaxInt64 - 1000
+	exec(t, pool, `INSERT INTO orders (product_id, quantity, total_cents) VALUES (1, 1, $1), (1, 1, $1), (2, 3, 30)`, int64(near))
+	rows, err := repo.NewReports(pool).TopProducts(testCtx(t), 1, 5)
+	if err != nil {
+		t.Fatalf("TopProducts with a revenue past int64: %v", err)
+	}
+	want := map[int64]repo.TopProduct{
+		1: {ProductID: 1, Units: 2, RevenueCents: math.MaxInt64},
+		2: {ProductID: 2, Units: 3, RevenueCents: 30},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("TopProducts: %d rows %+v, want %d", len(rows), rows, len(want))
+	}
+	for _, r := range rows {
+		w := want[r.ProductID]
+		if r.Units != w.Units || r.RevenueCents != w.RevenueCents {
+			t.Errorf("product %d: %d units, %d cents; want %d units, %d cents", r.ProductID, r.Units, r.RevenueCents, w.Units, w.RevenueCents)
+		}
 	}
 }
