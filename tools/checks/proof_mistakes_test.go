@@ -48,6 +48,7 @@ func TestProofTableCheckCatchesMistakes(t *testing.T) {
 		{"removed: a function that is gone", mutate("`"+file+"` "+name+":", "`"+file+"` "+name+"Gone:")},
 		{"removed: code that is gone", mutate("`"+code+"`", "`"+strings.Replace(code, ident, ident+"Gone", 1)+"`")},
 		{"removed: no file named", mutate(removed, "the check deleted")},
+		{"removed: replaced code not as in the file", replacedCodeDrifted(t, doc, rows)},
 	}
 	for _, c := range cases {
 		if c.doc == doc {
@@ -78,4 +79,23 @@ func firstRowWith(t *testing.T, rows []proofRow) proofRow {
 	}
 	t.Fatal("no row of the form `file` Name: … `code` … with a lab experiment")
 	return proofRow{}
+}
+
+// replacedCodeDrifted returns doc with the first quote of replaced code
+// (`a` → `b`) changed without a new word (`a + 1`): only the literal
+// check of quoted code can see it.
+func replacedCodeDrifted(t *testing.T, doc string, rows []proofRow) string {
+	t.Helper()
+	for _, r := range rows {
+		removed := r.cells[colRemoved]
+		for _, m := range codeSpan.FindAllStringSubmatchIndex(removed, -1) {
+			if strings.HasPrefix(strings.TrimSpace(removed[m[1]:]), "→") && !filePath.MatchString(removed[m[2]:m[3]]) {
+				line := strings.Join(r.cells, " | ")
+				drifted := removed[:m[3]] + " + 1" + removed[m[3]:]
+				return strings.Replace(doc, line, strings.Replace(line, removed, drifted, 1), 1)
+			}
+		}
+	}
+	t.Fatal("no row quotes replaced code (`a` → `b`)")
+	return doc
 }

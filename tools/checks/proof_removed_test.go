@@ -32,7 +32,9 @@ import (
 //     literal (SQL, Lua), comments excluded — except Go's keywords and
 //     predeclared names (`if false`), and except a span after "→" in the
 //     same phrase (`a` → `b`, → plain `DEL`), which is the replacement,
-//     not the code that exists.
+//     not the code that exists;
+//   - a span right before "→" (`a` → `b`) is the code as it was: it is in
+//     that file as quoted, white space aside, each part between "…".
 
 var (
 	codeSpan = regexp.MustCompile("`([^`]+)`")
@@ -86,6 +88,19 @@ func checkRemoved(at, cell string, src *sourceIndex) []error {
 				errs = append(errs, fmt.Errorf("%s: removed: `%s`: %s has no %s", at, span, scopeName, w))
 			}
 		}
+		// Code that was replaced (`a` → `b`) is quoted from the file: the
+		// words alone let a quote drift from its code (`b.wait` matched a
+		// field of another file's type), so it must be there as quoted,
+		// each part between "…" as it is. Other spans may describe what
+		// was added (`false &&`) or what was seen (`57P01`).
+		if !strings.HasPrefix(strings.TrimSpace(after), "→") {
+			continue
+		}
+		for _, part := range strings.Split(span, "…") {
+			if part = oneSpaced(part); part != "" && !strings.Contains(scope.text, part) {
+				errs = append(errs, fmt.Errorf("%s: removed: `%s`: %s has no %q", at, span, scopeName, part))
+			}
+		}
 	}
 	if files == 0 {
 		errs = append(errs, fmt.Errorf("%s: removed: names no file (`dir/file.go`): %q", at, cell))
@@ -100,6 +115,9 @@ func replacement(before string) bool {
 	i := strings.LastIndex(before, "→")
 	return i >= 0 && !strings.ContainsAny(before[i:], "`;:(")
 }
+
+// oneSpaced trims s and makes each run of white space in it one space.
+func oneSpaced(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func isWordByte(b byte) bool {
 	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
@@ -122,6 +140,7 @@ func recvType(e ast.Expr) string {
 
 // sourceFile is what the check knows of one file of the tree.
 type sourceFile struct {
+	text  string          // the source with every run of white space one space
 	funcs map[string]bool // top-level funcs without a receiver
 	decls map[string]bool // top-level funcs, methods (M and T.M), types, consts, vars
 	words map[string]bool // identifiers and words in string literals, not comments
@@ -149,7 +168,7 @@ func (s *sourceIndex) file(rel string) (*sourceFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
-	f := &sourceFile{funcs: map[string]bool{}, decls: map[string]bool{}, words: map[string]bool{}}
+	f := &sourceFile{text: oneSpaced(string(src)), funcs: map[string]bool{}, decls: map[string]bool{}, words: map[string]bool{}}
 	if strings.HasSuffix(rel, ".go") {
 		if err := f.readGo(rel, src); err != nil {
 			return nil, err
