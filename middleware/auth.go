@@ -124,7 +124,7 @@ func (a *Auth) Require() gin.HandlerFunc {
 		switch {
 		case errors.Is(err, errClientLookups):
 			a.warn.Warn("api key check refused", "err", err, "client", client)
-			Refuse(c, http.StatusTooManyRequests, "too many unverified API keys from this client, retry later", time.Second)
+			tooManyLookups(c, err)
 			return
 		case err != nil:
 			a.warn.Warn("api key check failed", "err", err)

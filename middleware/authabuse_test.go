@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,8 +59,18 @@ func TestMadeUpKeysDoNotStarveOtherClients(t *testing.T) {
 	for i := range 10 {
 		doFrom(e, fmt.Sprintf("2001:db8:1:2::%x", i+1), fmt.Sprintf("Bearer v6-%d", i))
 	}
-	if rec := doFrom(e, "2001:db8:1:2::ffff", "Bearer v6-last"); rec.Code != http.StatusTooManyRequests {
+	rec := doFrom(e, "2001:db8:1:2::ffff", "Bearer v6-last")
+	if rec.Code != http.StatusTooManyRequests {
 		t.Errorf("made-up key from a /64 that spent its share: got %d, want 429", rec.Code)
+	}
+	// Every 429 carries Retry-After and X-RateLimit-* (SPEC §3): the
+	// share's burst, none left, and a reset within the second a lookup
+	// takes to refill (LookupsPerClient 1).
+	h := rec.Header()
+	reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64)
+	if h.Get("Retry-After") != "1" || h.Get("X-Ratelimit-Limit") != "5" || h.Get("X-Ratelimit-Remaining") != "0" ||
+		err != nil || reset < time.Now().Unix() || reset > time.Now().Add(2*time.Second).Unix() {
+		t.Errorf("429 for a spent lookup share: headers %v, want Retry-After 1, X-RateLimit-Limit 5, Remaining 0 and a reset within 2 s", h)
 	}
 }
 

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -58,4 +59,20 @@ func (a *Auth) tooManyFailures(c *gin.Context, client string, lctx limiter.Conte
 	// Peek's Reset is rounded down; every X-RateLimit-Reset is rounded up.
 	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(resetSecond(time.Now().Add(wait)), 10)}
 	Refuse(c, http.StatusTooManyRequests, "too many failed authentications from this client, retry later", max(wait, time.Second))
+}
+
+// tooManyLookups answers a client that spent its own lookup budget: 429
+// with the X-RateLimit-* headers every 429 carries (SPEC §3): the budget's
+// burst, none left, and the second by which a lookup is free again.
+func tooManyLookups(c *gin.Context, err error) {
+	burst, wait := 1, time.Second
+	var e *clientLookupsError
+	if errors.As(err, &e) {
+		burst, wait = e.burst, max(e.wait, 0)
+	}
+	h := c.Writer.Header()
+	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(burst)}
+	h["X-Ratelimit-Remaining"] = []string{"0"}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(resetSecond(time.Now().Add(wait)), 10)}
+	Refuse(c, http.StatusTooManyRequests, "too many unverified API keys from this client, retry later", max(wait, time.Second))
 }

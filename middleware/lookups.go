@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"errors"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
@@ -27,6 +28,17 @@ const lookupClients = 10_000
 // opposed to errUnverifiable, the instance's (503).
 var errClientLookups = errors.New("too many unverified API keys from this client")
 
+// clientLookupsError is errClientLookups with what its 429 says: the
+// client's burst and when its budget has a lookup again.
+type clientLookupsError struct {
+	burst int
+	wait  time.Duration
+}
+
+func (e *clientLookupsError) Error() string            { return errClientLookups.Error() }
+func (e *clientLookupsError) Is(target error) bool     { return target == errClientLookups }
+func (e *clientLookupsError) RetryHint() time.Duration { return e.wait }
+
 func newLookupBudget(perSecond, perClientPerSecond float64, perClientBurst int) *lookupBudget {
 	clients, _ := lru.New[string, *rate.Limiter](lookupClients) // errors only for a size < 1
 	return &lookupBudget{
@@ -50,7 +62,10 @@ func (b *lookupBudget) allow(client string) error {
 			}
 		}
 		if !l.Allow() {
-			return errClientLookups
+			// A token bucket: the next lookup comes when one token has
+			// refilled.
+			wait := time.Duration((1 - l.Tokens()) / float64(b.limit) * float64(time.Second))
+			return &clientLookupsError{burst: b.burst, wait: wait}
 		}
 	}
 	if !b.instance.Allow() {
