@@ -14,7 +14,10 @@ import (
 // per-instance fallback (memory), so a Redis outage neither fails every
 // request nor lets every request through. The shared store is built lazily
 // and rebuilt after failures, because ulule's Redis store needs Redis
-// reachable when it is created.
+// reachable when it is created. Once it fails, the fallback alone counts
+// for retryGap: a hung Redis would otherwise make every count wait for its
+// I/O timeout again (a lease renewal holds its client's bucket meanwhile,
+// so every request of that client waited with it).
 type FailoverStore struct {
 	newShared  func() (limiter.Store, error)
 	fallback   limiter.Store
@@ -44,11 +47,11 @@ func (s *FailoverStore) Connect() error {
 func (s *FailoverStore) sharedStore() (limiter.Store, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shared != nil {
-		return s.shared, nil
-	}
 	if time.Now().Before(s.nextTry) {
 		return nil, errSharedDown
+	}
+	if s.shared != nil {
+		return s.shared, nil
 	}
 	st, err := s.newShared()
 	if err != nil {
@@ -61,12 +64,22 @@ func (s *FailoverStore) sharedStore() (limiter.Store, error) {
 
 var errSharedDown = errors.New("shared rate-limit store unavailable")
 
-func (s *FailoverStore) do(op func(limiter.Store) (limiter.Context, error)) (limiter.Context, error) {
+// failed sets the shared store aside for retryGap.
+func (s *FailoverStore) failed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextTry = time.Now().Add(s.retryGap)
+}
+
+func (s *FailoverStore) do(ctx context.Context, op func(limiter.Store) (limiter.Context, error)) (limiter.Context, error) {
 	st, err := s.sharedStore()
 	if err == nil {
 		var lctx limiter.Context
 		if lctx, err = op(st); err == nil {
 			return lctx, nil
+		}
+		if ctx.Err() == nil { // not the caller's own deadline or hang-up
+			s.failed()
 		}
 	}
 	if s.onFallback != nil {
@@ -77,20 +90,20 @@ func (s *FailoverStore) do(op func(limiter.Store) (limiter.Context, error)) (lim
 
 // Get increments and returns the client's count.
 func (s *FailoverStore) Get(ctx context.Context, key string, r limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Get(ctx, key, r) })
+	return s.do(ctx, func(st limiter.Store) (limiter.Context, error) { return st.Get(ctx, key, r) })
 }
 
 // Peek returns the client's count without incrementing it.
 func (s *FailoverStore) Peek(ctx context.Context, key string, r limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Peek(ctx, key, r) })
+	return s.do(ctx, func(st limiter.Store) (limiter.Context, error) { return st.Peek(ctx, key, r) })
 }
 
 // Reset sets the client's count to zero.
 func (s *FailoverStore) Reset(ctx context.Context, key string, r limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Reset(ctx, key, r) })
+	return s.do(ctx, func(st limiter.Store) (limiter.Context, error) { return st.Reset(ctx, key, r) })
 }
 
 // Increment adds count to the client's count.
 func (s *FailoverStore) Increment(ctx context.Context, key string, count int64, r limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Increment(ctx, key, count, r) })
+	return s.do(ctx, func(st limiter.Store) (limiter.Context, error) { return st.Increment(ctx, key, count, r) })
 }

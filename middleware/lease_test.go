@@ -17,7 +17,12 @@ import (
 // countingStore counts the calls that reach the shared store.
 type countingStore struct {
 	limiter.Store
-	increments atomic.Int64
+	increments, gets atomic.Int64
+}
+
+func (s *countingStore) Get(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
+	s.gets.Add(1)
+	return s.Store.Get(ctx, key, rate)
 }
 
 func (s *countingStore) Increment(ctx context.Context, key string, n int64, rate limiter.Rate) (limiter.Context, error) {

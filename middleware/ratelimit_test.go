@@ -205,3 +205,35 @@ func TestFailoverStoreCountsPerInstance(t *testing.T) {
 		})
 	}
 }
+
+// TestFailoverStoreSetsAFailedStoreAside: once the shared store fails,
+// the fallback alone counts for retryGap, and the shared store is asked
+// again after it. Each count asked a hung Redis again, waiting for its I/O
+// timeout every time (five requests, five attempts).
+func TestFailoverStoreSetsAFailedStoreAside(t *testing.T) {
+	link := dbtest.NewProxy(t, dbtest.RedisAddr())
+	client := redis.NewClient(&redis.Options{Addr: link.Addr(), DB: redisDB, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = client.Close() })
+	shared := &countingStore{Store: redisStore(t, client, "rl-aside-"+dbtest.Unique())}
+	const gap = 300 * time.Millisecond
+	store := middleware.NewFailoverStore(func() (limiter.Store, error) { return shared, nil },
+		memstore.NewStoreWithOptions(limiter.StoreOptions{Prefix: "mem", CleanUpInterval: time.Minute}), gap, nil)
+	e := rateEngine(t, store, "100-M", nil)
+
+	link.SetDown(true)
+	for range 5 {
+		if code := get(e, "").Code; code != http.StatusOK {
+			t.Fatalf("with the shared store down: %d, want 200 from the fallback", code)
+		}
+	}
+	if n := shared.gets.Load(); n != 1 {
+		t.Errorf("five counts with the shared store down: it was asked %d times, want once (then set aside)", n)
+	}
+
+	link.SetDown(false)
+	time.Sleep(gap + 50*time.Millisecond)
+	get(e, "")
+	if n := shared.gets.Load(); n != 2 {
+		t.Errorf("a count after retryGap: the shared store asked %d times in all, want 2 (asked again)", n)
+	}
+}
