@@ -1,13 +1,11 @@
 package repo_test
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/repo"
@@ -25,14 +23,7 @@ func TestUnknownIDPastTheBudgetIsReadFromTheCache(t *testing.T) {
 	ctx := testCtx(t)
 	ns := dbtest.Namespace(t, redisDB)
 	rdb := dbtest.NewRedis(t, redisDB)
-	fleet := make([]*repo.Products, 2)
-	for i := range fleet {
-		c := cache.New(context.Background(), dbtest.NewRedis(t, redisDB), cache.Config{
-			Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: ns,
-		}, dbtest.Logger(t))
-		t.Cleanup(c.Close)
-		fleet[i] = repo.NewProducts(pool, c, dbtest.Logger(t))
-	}
+	fleet := newFleet(t, pool, ns, 2)
 	creator, reader := fleet[0], fleet[1]
 	// No periodic catch-up in the test's time: only a request over the
 	// budget wakes one, after its own answer.

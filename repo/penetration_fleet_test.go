@@ -25,15 +25,9 @@ func TestUnknownIDLookupsFleetWide(t *testing.T) {
 	const instances, budget, flood = 3, 50, 10_000
 	pool := dbtest.NewPool(t, "repo", db.Config{MaxConns: 8})
 	ctx := testCtx(t)
-	ns := dbtest.Namespace(t, redisDB)
-	fleet := make([]*repo.Products, instances)
-	for i := range fleet {
-		c := cache.New(context.Background(), dbtest.NewRedis(t, redisDB), cache.Config{
-			Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: ns,
-		}, dbtest.Logger(t))
-		t.Cleanup(c.Close)
-		fleet[i] = repo.NewProducts(pool, c, dbtest.Logger(t))
-		filterLoaded(t, fleet[i], fleet[i].FilterUnknownIDs(budget))
+	fleet := newFleet(t, pool, dbtest.Namespace(t, redisDB), instances)
+	for _, p := range fleet {
+		filterLoaded(t, p, p.FilterUnknownIDs(budget))
 	}
 
 	before := pool.Stat().AcquireCount()
@@ -62,4 +56,20 @@ func TestUnknownIDLookupsFleetWide(t *testing.T) {
 	if queries > bound {
 		t.Errorf("%d queries for %d unknown ids, want ≤ %d: the lookup budget is not shared by the fleet", queries, flood, bound)
 	}
+}
+
+// newFleet is n instances' product repositories on one database and one
+// cache namespace, each with its own Redis client and cache, as n
+// instances of the app would have.
+func newFleet(t *testing.T, pool *db.Pool, ns string, n int) []*repo.Products {
+	t.Helper()
+	fleet := make([]*repo.Products, n)
+	for i := range fleet {
+		c := cache.New(context.Background(), dbtest.NewRedis(t, redisDB), cache.Config{
+			Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: ns,
+		}, dbtest.Logger(t))
+		t.Cleanup(c.Close)
+		fleet[i] = repo.NewProducts(pool, c, dbtest.Logger(t))
+	}
+	return fleet
 }
