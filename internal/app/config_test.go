@@ -95,6 +95,9 @@ func TestClusterConfigErrors(t *testing.T) {
 		{"seed without port", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1"}, "REDIS_CLUSTER_ADDRS"},
 		{"seed port not a number", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,10.0.0.2:x"}, "REDIS_CLUSTER_ADDRS"},
 		{"tracking on a cluster", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000", "L1_INVALIDATION": "tracking"}, "L1_INVALIDATION"},
+		// A cluster has database 0 only: two apps "apart by database"
+		// shared every key.
+		{"a database other than 0 on a cluster", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000", "REDIS_URL": "redis://127.0.0.1:6379/2"}, "REDIS_URL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

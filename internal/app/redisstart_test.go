@@ -23,7 +23,8 @@ func TestRedisStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrongUser, noSuchDB, unreachable := *good, *good, *good
+	wrongUser, noSuchDB, unreachable, dbZero := *good, *good, *good, *good
+	dbZero.Path = "/0" // with cluster seeds: a cluster has database 0 only
 	wrongUser.User = url.UserPassword("nobody-"+dbtest.Unique(), "wrong")
 	noSuchDB.Path = "/99" // a default server has 16
 	unreachable.Host = "127.0.0.1:1"
@@ -35,7 +36,7 @@ func TestRedisStart(t *testing.T) {
 		{"unreachable", unreachable.String(), "", false},
 		{"unknown user", wrongUser.String(), "", true},
 		{"no such database", noSuchDB.String(), "", true},
-		{"cluster seeds on a lone server", good.String(), dbtest.RedisAddr(), true},
+		{"cluster seeds on a lone server", dbZero.String(), dbtest.RedisAddr(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := loadConfig(envOf(map[string]string{"REDIS_URL": tc.url, "REDIS_CLUSTER_ADDRS": tc.cluster}))

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 )
@@ -41,6 +42,19 @@ func (c Config) checkTracking() error {
 	if len(c.RedisClusterAddrs) > 0 && c.L1Tracking && c.L1TTL > 0 {
 		return errors.New("config: L1_INVALIDATION: tracking works on one Redis server only, not with REDIS_CLUSTER_ADDRS " +
 			"(each node reports only its own keys); use L1_INVALIDATION=pubsub, which reaches every node, or L1_TTL=0")
+	}
+	return nil
+}
+
+// checkClusterDB refuses a logical database other than 0 in REDIS_URL with
+// REDIS_CLUSTER_ADDRS: a cluster has database 0 only, so the number was
+// dropped and two apps "kept apart by database" shared every key (each
+// refusing the other's signed entries, or serving them with one signing
+// key), while the channel names still carried the number and looked apart.
+func (c Config) checkClusterDB() error {
+	if len(c.RedisClusterAddrs) > 0 && c.RedisDB != 0 {
+		return fmt.Errorf("config: REDIS_URL: names database %d, but a Redis Cluster (REDIS_CLUSTER_ADDRS) has database 0 only; "+
+			"drop /%d from REDIS_URL and keep apps on one cluster apart with CACHE_NAMESPACE", c.RedisDB, c.RedisDB)
 	}
 	return nil
 }

@@ -157,7 +157,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if err := p.err(); err != nil {
 		return Config{}, err
 	}
-	return c, errors.Join(c.checkTracking(), c.checkPooler())
+	return c, errors.Join(c.checkTracking(), c.checkClusterDB(), c.checkPooler())
 }
 
 // derive reads the settings that follow from others (the time budget, the

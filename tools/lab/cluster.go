@@ -82,6 +82,11 @@ func (l *Lab) StartCluster(ctx context.Context, name string, n int, env map[stri
 	c.Env["HTTP_ADDR"] = "127.0.0.1:0"
 	c.Env["DATABASE_URL"] = l.pg.url(c.DB, l.dbProxy.Addr())
 	c.Env["REDIS_URL"] = fmt.Sprintf("redis://%s/%d", redisAddr, redisDB)
+	if c.Env["REDIS_CLUSTER_ADDRS"] != "" {
+		// On a cluster REDIS_URL gives only credentials, and the service
+		// refuses a database other than 0 (a cluster has no other).
+		c.Env["REDIS_URL"] = fmt.Sprintf("redis://%s/0", redisAddr)
+	}
 
 	type started struct {
 		inst *Instance
