@@ -113,6 +113,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 
 	d, err := openDeps(ctx, cfg, tr, log)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// A signal while the start waited (a slow database, a lock):
+			// asked to stop, it stopped; not a failure of the database.
+			log.Info("stopped while starting", "waited_for", err.Error())
+			return nil
+		}
 		return err
 	}
 	defer d.close()
@@ -145,10 +151,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	handler.set(s.handler)
 	serving = true
 
-	// Liveness answers during warm-up; readiness waits for it.
+	// Liveness answers during warm-up; readiness waits for it. A signal
+	// during warm-up goes straight to the shutdown: never ready, never
+	// "listening".
 	warm(ctx, d)
-	s.health.MarkReady()
-	log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)
+	if ctx.Err() == nil {
+		s.health.MarkReady()
+		log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)
+	}
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)

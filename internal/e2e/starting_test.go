@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestStartAnswersWhileDependenciesOpen: the listener is bound before the
@@ -109,4 +111,37 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// TestStopWhileStartingIsClean: a signal while the start is held up (here
+// by a locked products table, as by a slow database) ends the process
+// cleanly: exit 0 and no ERROR line. It exited 1 with "stopped with an
+// error … context canceled", so a deploy that cancels a starting instance
+// read as a database failure.
+func TestStopWhileStartingIsClean(t *testing.T) {
+	env := testEnv(t)
+	if _, stop := startApp(t, env); stop() != nil { // migrated: a table to lock
+		t.Fatal("first start did not stop cleanly")
+	}
+	_, release := lockTable(t, env["DATABASE_URL"], "products")
+	defer release()
+	env = maps.Clone(env)
+	env["HTTP_ADDR"] = freeAddr(t)
+	a := launchApp(t, env)
+	client := &http.Client{Timeout: 2 * time.Second}
+	if !dbtest.Eventually(listenWait, func() bool {
+		resp, err := client.Get("http://" + env["HTTP_ADDR"] + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatal("the starting instance never answered")
+	}
+	if err := a.stop(); err != nil {
+		t.Errorf("stopped while starting: %v, want a clean exit", err)
+	}
+	if errs := a.logs.records("stopped with an error"); len(errs) > 0 {
+		t.Errorf("stopped while starting: logged %v, want no error", errs)
+	}
 }
