@@ -25,7 +25,7 @@ func (p *Products) refresh(ctx context.Context, id int64, query string) {
 	defer cancel()
 	key := Key(id)
 	if err := p.cache.Invalidate(ctx, key); err != nil {
-		p.log.Error("invalidation failed; entry stays until its TTL", "product", id, "err", err)
+		p.log.Error("invalidation failed: the entry, or one of its copies, may be served old until its TTL", "product", id, "err", err)
 		return
 	}
 	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.loadBy(ctx, id, query) })
