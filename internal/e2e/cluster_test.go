@@ -21,7 +21,7 @@ import (
 func TestAppOnCluster(t *testing.T) {
 	env := testEnv(t)
 	env["REDIS_CLUSTER_ADDRS"] = strings.Join(rediscluster.Addrs(), ",")
-	delete(env, "CACHE_NAMESPACE") // the documented key names; ids of its own keep it apart
+	delete(env, "CACHE_NAMESPACE")          // the documented key names; ids of its own keep it apart
 	env["REDIS_URL"] = dbtest.RedisDBURL(0) // credentials only: a cluster has database 0 alone
 	env["HOT_KEY_COPIES"] = "3"
 	env["HOT_KEY_DETECT"] = "false" // copies of every key, not only of hot ones
