@@ -121,10 +121,11 @@ func (a *Auth) Require() gin.HandlerFunc {
 		}
 		sum := sha256.Sum256([]byte(key))
 		ok, err := a.valid(c.Request.Context(), sum, a.lookups, client)
+		var spent *clientLookupsError
 		switch {
-		case errors.Is(err, errClientLookups):
+		case errors.As(err, &spent):
 			a.warn.Warn("api key check refused", "err", err, "client", client)
-			tooManyLookups(c, err)
+			tooManyLookups(c, spent)
 			return
 		case err != nil:
 			a.warn.Warn("api key check failed", "err", err)

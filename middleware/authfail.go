@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -52,27 +51,24 @@ func (a *Auth) refuse(c *gin.Context, client, challenge, msg string) {
 
 func (a *Auth) tooManyFailures(c *gin.Context, client string, lctx limiter.Context) {
 	a.warn.Warn("api key refused: too many failed authentications", "client", clientIP(c))
-	h := c.Writer.Header()
-	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(lctx.Limit, 10)}
-	h["X-Ratelimit-Remaining"] = []string{"0"}
+	// Peek's Reset is rounded down; the wait is the window's real end.
 	wait := retryWait(a.cfg.Failures, failureBucket+client, lctx)
-	// Peek's Reset is rounded down; every X-RateLimit-Reset is rounded up.
-	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(resetSecond(time.Now().Add(wait)), 10)}
-	Refuse(c, http.StatusTooManyRequests, "too many failed authentications from this client, retry later", max(wait, time.Second))
+	refuseSpent(c, lctx.Limit, wait, "too many failed authentications from this client, retry later")
 }
 
-// tooManyLookups answers a client that spent its own lookup budget: 429
-// with the X-RateLimit-* headers every 429 carries (SPEC §3): the budget's
-// burst, none left, and the second by which a lookup is free again.
-func tooManyLookups(c *gin.Context, err error) {
-	burst, wait := 1, time.Second
-	var e *clientLookupsError
-	if errors.As(err, &e) {
-		burst, wait = e.burst, max(e.wait, 0)
-	}
+// tooManyLookups answers a client that spent its own share of key lookups.
+func tooManyLookups(c *gin.Context, spent *clientLookupsError) {
+	refuseSpent(c, int64(spent.burst), spent.wait, spent.Error()+", retry later")
+}
+
+// refuseSpent answers 429 for a budget of limit that has nothing left
+// until wait has passed, with the X-RateLimit-* headers every 429 carries
+// (SPEC §3): X-RateLimit-Reset is the second by which it has room again,
+// rounded up, and Retry-After at least a second.
+func refuseSpent(c *gin.Context, limit int64, wait time.Duration, msg string) {
 	h := c.Writer.Header()
-	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(burst)}
+	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(limit, 10)}
 	h["X-Ratelimit-Remaining"] = []string{"0"}
-	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(resetSecond(time.Now().Add(wait)), 10)}
-	Refuse(c, http.StatusTooManyRequests, "too many unverified API keys from this client, retry later", max(wait, time.Second))
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(resetSecond(time.Now().Add(max(wait, 0))), 10)}
+	Refuse(c, http.StatusTooManyRequests, msg, max(wait, time.Second))
 }

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"errors"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -24,19 +23,15 @@ type lookupBudget struct {
 // forgotten starts again with a full (small) burst.
 const lookupClients = 10_000
 
-// errClientLookups: this client spent its own lookup budget (429), as
-// opposed to errUnverifiable, the instance's (503).
-var errClientLookups = errors.New("too many unverified API keys from this client")
-
-// clientLookupsError is errClientLookups with what its 429 says: the
-// client's burst and when its budget has a lookup again.
+// clientLookupsError: this client spent its own lookup budget (429, with
+// its share's burst and when a lookup is free again), as opposed to
+// errUnverifiable, the instance's (503).
 type clientLookupsError struct {
 	burst int
 	wait  time.Duration
 }
 
-func (e *clientLookupsError) Error() string            { return errClientLookups.Error() }
-func (e *clientLookupsError) Is(target error) bool     { return target == errClientLookups }
+func (e *clientLookupsError) Error() string            { return "too many unverified API keys from this client" }
 func (e *clientLookupsError) RetryHint() time.Duration { return e.wait }
 
 func newLookupBudget(perSecond, perClientPerSecond float64, perClientBurst int) *lookupBudget {

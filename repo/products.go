@@ -46,6 +46,11 @@ type Freshness struct {
 	Unsure bool
 }
 
+// freshnessOf is what a cache answer says of its freshness.
+func freshnessOf(res cache.Result) Freshness {
+	return Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
+}
+
 // Hit reports a fresh answer from L1 or Redis.
 func (f Freshness) Hit() bool { return f.Status == cache.Hit }
 
@@ -96,7 +101,7 @@ func (p *Products) Get(ctx context.Context, id int64) (Product, Freshness, error
 	if err != nil {
 		return Product{}, Freshness{}, err
 	}
-	f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
+	f := freshnessOf(res)
 	if res.Absent {
 		return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
 	}
@@ -117,7 +122,7 @@ func (p *Products) cachedOnly(ctx context.Context, id int64) (Product, Freshness
 	res, found, err := p.cache.Peek(ctx, Key(id))
 	if err == nil && found {
 		if pr, bad := p.seen.check(res, id); bad == nil {
-			f := Freshness{Status: res.Status, L1: res.L1, TTL: res.TTL, Age: res.Age}
+			f := freshnessOf(res)
 			if res.Absent {
 				return Product{}, f, fmt.Errorf("product %d: %w", id, ErrNotFound)
 			}
