@@ -94,6 +94,9 @@ func NewAuth(cfg AuthConfig) *Auth {
 
 var errUnverifiable = errors.New("api key cannot be verified now")
 
+// notAKey answers an Authorization header that holds no Bearer key.
+var notAKey = fmt.Sprintf("the Authorization header must be Bearer and an API key: at most %d visible ASCII characters", maxKeyLen)
+
 // refusalLogsPerSecond bounds the WARN lines refused keys write.
 const refusalLogsPerSecond = 5
 
@@ -112,27 +115,15 @@ func (a *Auth) Require() gin.HandlerFunc {
 			Refuse(c, http.StatusBadRequest, err.Error(), 0)
 			return
 		case !presented && given:
-			a.refuse(c, client, `Bearer realm="stampede-guard"`,
-				fmt.Sprintf("the Authorization header must be Bearer and an API key: at most %d visible ASCII characters", maxKeyLen))
+			a.refuse(c, client, `Bearer realm="stampede-guard"`, notAKey)
 			return
 		case !presented:
 			a.refuse(c, client, `Bearer realm="stampede-guard"`, "this route needs an API key: send the header Authorization: Bearer YOUR_KEY")
 			return
 		}
 		sum := sha256.Sum256([]byte(key))
-		ok, err := a.valid(c.Request.Context(), sum, a.lookups, client)
-		var spent *clientLookupsError
-		switch {
-		case errors.As(err, &spent):
-			a.warn.Warn("api key check refused", "err", err, "client", client)
-			tooManyLookups(c, spent)
-			return
-		case err != nil:
-			a.warn.Warn("api key check failed", "err", err)
-			Refuse(c, statusUnavailable, "the API key cannot be checked now, retry later", retryHint(err, time.Second))
-			return
-		case !ok:
-			a.refuse(c, client, `Bearer realm="stampede-guard", error="invalid_token"`, "the API key is not valid")
+		if err := a.check(c.Request.Context(), sum, a.lookups, client); err != nil {
+			a.refuseKey(c, client, err)
 			return
 		}
 		c.Set(ctxKeyID, keyID(sum))
@@ -140,28 +131,38 @@ func (a *Auth) Require() gin.HandlerFunc {
 	}
 }
 
-// Identify marks a request that carries a valid key (KeyID), so limits
-// can count per key, and lets every other request through anonymously: a
-// missing, unknown or unverifiable key is not an error on routes open to
-// anyone. It never answers by itself.
-func (a *Auth) Identify() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if KeyID(c) != "" {
-			c.Next() // already authenticated (Require)
-			return
-		}
-		key, presented, _, err := onlyBearer(c)
-		if err != nil {
-			Refuse(c, http.StatusBadRequest, err.Error(), 0)
-			return
-		}
-		if presented {
-			sum := sha256.Sum256([]byte(key))
-			if ok, err := a.valid(c.Request.Context(), sum, a.identifyLookups, ClientKey(clientIP(c))); ok && err == nil {
-				c.Set(ctxKeyID, keyID(sum))
-			}
-		}
-		c.Next()
+// errKeyNotValid is check's verdict on a key that is neither believed nor
+// in the store.
+var errKeyNotValid = errors.New("the API key is not valid")
+
+// check reports nil when sum is a valid key's hash, errKeyNotValid when it
+// is not, and why it cannot be told now otherwise (the client's share of
+// lookups spent, the instance's budget spent, the store failing).
+func (a *Auth) check(ctx context.Context, sum [32]byte, lookups *lookupBudget, client string) error {
+	ok, err := a.valid(ctx, sum, lookups, client)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return errKeyNotValid
+	}
+	return nil
+}
+
+// refuseKey answers a presented key that check did not accept: 401 when it
+// is not valid, 429 when its client spent its lookups, 503 when it cannot
+// be checked now.
+func (a *Auth) refuseKey(c *gin.Context, client string, err error) {
+	var spent *clientLookupsError
+	switch {
+	case errors.Is(err, errKeyNotValid):
+		a.refuse(c, client, `Bearer realm="stampede-guard", error="invalid_token"`, err.Error())
+	case errors.As(err, &spent):
+		a.warn.Warn("api key check refused", "err", err, "client", client)
+		tooManyLookups(c, spent)
+	default:
+		a.warn.Warn("api key check failed", "err", err)
+		Refuse(c, statusUnavailable, "the API key cannot be checked now, retry later", retryHint(err, time.Second))
 	}
 }
 
@@ -194,10 +195,13 @@ func (a *Auth) believed(sum [32]byte, now time.Time) bool {
 }
 
 // onlyBearer is the key of the request's Authorization header (see
-// bearer), whether one was given, and OneHeader's error when two were:
-// then no key is presented, since which of them is meant cannot be told.
+// bearer), whether one was given (an empty one was not: a client's unset
+// template variable sends no credentials), and OneHeader's error when two
+// were: then no key is presented, since which of them is meant cannot be
+// told.
 func onlyBearer(c *gin.Context) (key string, presented, given bool, err error) {
 	h, given, err := OneHeader(c.Request.Header, "Authorization")
+	given = given && strings.Trim(h, " \t") != ""
 	if given {
 		key, presented = bearer(h)
 	}

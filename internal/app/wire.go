@@ -189,13 +189,12 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 	if lim != nil {
 		classes.BeforeAuth = []gin.HandlerFunc{middleware.RateLimitBeforeAuth(lim, auth.Believed, log, refused("rate_limited", "critical"))}
 	}
-	// Checkout: the caller's key (if valid) scopes its Idempotency-Key and
-	// its order budget (the class chain identified it already when
-	// RATE_LIMIT_KEY is on: asking twice would spend two lookups on one
-	// made-up key); then the budget itself.
-	if keyLim == nil {
-		classes.Checkout = []gin.HandlerFunc{auth.Identify()}
-	}
+	// Checkout: the caller's key scopes its Idempotency-Key and its order
+	// budget, so a key sent must be valid (auth.Optional; behind the class
+	// chain's Identify when RATE_LIMIT_KEY is on, it reuses that verdict
+	// rather than spend a second lookup on one made-up key); then the
+	// budget itself.
+	classes.Checkout = []gin.HandlerFunc{auth.Optional()}
 	if lims.orders != nil {
 		classes.Checkout = append(classes.Checkout,
 			middleware.RateLimitNamed(orderBucket, lims.orders, lims.orders, log, refused("rate_limited", "critical")))

@@ -138,3 +138,42 @@ func idempotencyScoped(t *testing.T, env map[string]string) {
 		t.Errorf("anonymous replay: order %v token %q replayed %v; want order %v token %q", id, tok, replayed, id2, tok2)
 	}
 }
+
+// TestCheckoutRefusesAKeyItCannotAccept: a key sent to POST /orders scopes
+// the order, so a made-up one is 401 and places nothing. It was read as
+// "no key" and the order placed anonymously: with the key store slow, a
+// genuine key's order landed in the shared scope, where the same request
+// retried with the key believed did not find it and ordered again.
+func TestCheckoutRefusesAKeyItCannotAccept(t *testing.T) {
+	t.Parallel()
+	for _, keyLimit := range []string{"off", ""} {
+		t.Run("RATE_LIMIT_KEY="+keyLimit, func(t *testing.T) {
+			t.Parallel()
+			env := testEnv(t, map[string]string{"RATE_LIMIT_KEY": keyLimit})
+			base, _ := startApp(t, env)
+			conn := dbConn(t, env["DATABASE_URL"])
+			for _, tt := range []struct {
+				auth   string
+				status int
+			}{
+				{"Bearer made-up-key-0123456789", http.StatusUnauthorized},
+				{"Basic dXNlcjpwdw==", http.StatusUnauthorized},
+				{"Bearer " + testAPIKey, http.StatusCreated},
+				{"", http.StatusCreated},
+			} {
+				before := scalar(t, conn, `SELECT count(*) FROM orders`)
+				resp, body := call(t, "POST", base+"/orders", map[string]string{"Authorization": tt.auth}, `{"product_id":12,"quantity":1}`)
+				after := scalar(t, conn, `SELECT count(*) FROM orders`)
+				if resp.StatusCode != tt.status {
+					t.Errorf("Authorization %q: got %d %s, want %d", tt.auth, resp.StatusCode, body, tt.status)
+				}
+				if placed := after - before; (tt.status == http.StatusCreated) != (placed == 1) || placed > 1 {
+					t.Errorf("Authorization %q: %d orders placed", tt.auth, placed)
+				}
+				if tt.status == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+					t.Errorf("Authorization %q: 401 without WWW-Authenticate", tt.auth)
+				}
+			}
+		})
+	}
+}
