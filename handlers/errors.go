@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -100,8 +101,10 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		logs.refusals.Warn("request deadline exceeded", "path", c.FullPath(), "err", err)
 		abort(c, http.StatusGatewayTimeout, "the request took too long")
 	case errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil:
-		// The client went away; nobody reads this answer.
-		abort(c, http.StatusServiceUnavailable, "request cancelled")
+		// The client went away, and nobody reads this answer; or a
+		// shutdown past SHUTDOWN_TIMEOUT cut the request, and the client
+		// may send it again, to another instance.
+		middleware.Refuse(c, http.StatusServiceUnavailable, "request cancelled: the client left or the server is stopping; retry", time.Second)
 	default:
 		logs.log.Error("internal error", "path", c.FullPath(), "err", err)
 		abort(c, http.StatusInternalServerError, "internal error")

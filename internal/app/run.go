@@ -101,6 +101,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	handler := newSwapHandler(handlers.Starting())
 	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).
 	srv := server.New(handler, cfg.WriteTimeout, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
+	// Every request's context descends from requests, so that a shutdown
+	// past SHUTDOWN_TIMEOUT can cut the ones still running (shutdown).
+	requests, cutRequests := context.WithCancel(context.Background())
+	defer cutRequests()
+	srv.BaseContext = func(net.Listener) context.Context { return requests }
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	serving := false // from then on shutdown stops the server
@@ -170,7 +175,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(again)
-	return shutdown(srv, s.health, serveErr, again, cfg, log)
+	return shutdown(srv, s.health, serveErr, again, cutRequests, cfg, log)
 }
 
 // flushTracing flushes the spans still buffered, within 5 s.
@@ -212,9 +217,11 @@ func logWarmed(log *slog.Logger, msg string, keys, warmed int, err error) {
 // sending; after SHUTDOWN_DRAIN_DELAY (0 by default: set it to a few probe
 // periods behind a load balancer) in-flight requests get up to
 // SHUTDOWN_TIMEOUT to finish; a signal on again ends the delay early.
+// Requests still running then are cut (cutRequests, then the connections
+// closed after cutGrace), so the exit never waits for their deadlines.
 // run's deferred closes follow: admin, metrics, cache (stops refreshers),
 // Redis, pools, tracing, logs.
-func shutdown(srv *http.Server, health *handlers.Health, serveErr <-chan error, again <-chan os.Signal, cfg config.Config, log *slog.Logger) error {
+func shutdown(srv *http.Server, health *handlers.Health, serveErr <-chan error, again <-chan os.Signal, cutRequests context.CancelFunc, cfg config.Config, log *slog.Logger) error {
 	log.Info("shutting down", "drain_delay", cfg.DrainDelay)
 	health.Drain()
 	delay := time.NewTimer(cfg.DrainDelay)
@@ -229,7 +236,16 @@ func shutdown(srv *http.Server, health *handlers.Health, serveErr <-chan error, 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		// Their queries and waits end with their contexts (the pools then
+		// close at once) and they answer 503; a request that cannot
+		// answer, such as one still reading a body, loses its connection.
+		log.Warn("shutdown timeout: requests in flight cut", "shutdown_timeout", cfg.ShutdownTimeout)
+		cutRequests()
+		gctx, gcancel := context.WithTimeout(context.Background(), cutGrace)
+		defer gcancel()
+		if srv.Shutdown(gctx) != nil {
+			_ = srv.Close()
+		}
 	}
 	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
@@ -237,6 +253,10 @@ func shutdown(srv *http.Server, health *handlers.Health, serveErr <-chan error, 
 	log.Info("stopped")
 	return nil
 }
+
+// cutGrace is how long requests cut at SHUTDOWN_TIMEOUT get to send their
+// 503 before their connections are closed.
+const cutGrace = 500 * time.Millisecond
 
 // refreshPeriod keeps hot keys reloaded well before they could go stale.
 func refreshPeriod(cfg config.Config) time.Duration {

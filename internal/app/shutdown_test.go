@@ -48,7 +48,9 @@ func TestSecondSignalCutsTheDrainDelay(t *testing.T) {
 			cfg := config.Config{DrainDelay: tc.delay, ShutdownTimeout: time.Second}
 			done := make(chan error, 1)
 			start := time.Now()
-			go func() { done <- shutdown(srv, handlers.NewHealth(time.Second, log), serveErr, again, cfg, log) }()
+			go func() {
+				done <- shutdown(srv, handlers.NewHealth(time.Second, log), serveErr, again, func() {}, cfg, log)
+			}()
 			select {
 			case err := <-done:
 				if err != nil {

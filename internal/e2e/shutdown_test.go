@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -146,6 +147,74 @@ func TestShutdownIdleIsQuick(t *testing.T) {
 	// 2.5 s for closing a listener and pools on a loaded machine.
 	if took := time.Since(start); took > shutdownTimeout/2 {
 		t.Errorf("idle shutdown took %s, want under %s (half of SHUTDOWN_TIMEOUT)", took, shutdownTimeout/2)
+	}
+	portClosed(t, base)
+}
+
+// TestShutdownTimeoutBoundsTheExit: SHUTDOWN_TIMEOUT ends the shutdown
+// even when requests still wait on the database within a longer
+// REQUEST_TIMEOUT. Past it the requests in flight are cut (their queries
+// cancelled) and answer 503, and run returns nil with a WARN. Before, the
+// server's Shutdown gave up, run returned an error, and the exit then
+// waited for the pool: the order held its connection until its statement
+// timeout (15 s here), and the read's load, cancelled by the closing
+// cache, answered 500.
+func TestShutdownTimeoutBoundsTheExit(t *testing.T) {
+	t.Parallel()
+	const limit = time.Second
+	env := testEnv(t, map[string]string{
+		"SHUTDOWN_TIMEOUT": limit.String(), "REQUEST_TIMEOUT": "30s",
+		"DB_STATEMENT_TIMEOUT": "15s", "DB_ACQUIRE_TIMEOUT": "15s", "CACHE_MODE": "lock",
+	})
+	a := launchApp(t, env)
+	base := a.waitListening()
+	a.waitFilterLoaded()
+	conn, release := lockTable(t, env["DATABASE_URL"], "products")
+	answered := make(chan answer, 2)
+	// A read, whose load the cache owns, and an order, whose transaction
+	// runs in the request's context.
+	go func() { answered <- timedGet(fmt.Sprintf("%s/products/%d", base, productID(t))) }()
+	go func() {
+		start := time.Now()
+		resp, _, err := send(http.MethodPost, base+"/orders", nil, `{"product_id":3,"quantity":1}`)
+		got := answer{elapsed: time.Since(start), err: err}
+		if err == nil {
+			got.status, got.header = resp.StatusCode, resp.Header
+		}
+		answered <- got
+	}()
+	waitLockWaiters(t, conn, "main", 2)
+
+	start := time.Now()
+	err := a.stop()
+	took := time.Since(start)
+	release()
+	if err != nil {
+		t.Errorf("run: got %v, want nil", err)
+	}
+	// A bound on a hang, not a benchmark: without the cut it takes the
+	// statement timeout.
+	if took > limit+3*time.Second {
+		t.Errorf("shutdown took %s, want about SHUTDOWN_TIMEOUT %s", took, limit)
+	}
+	for range 2 {
+		select {
+		case got := <-answered:
+			// Cut, each answers 503 to be sent again elsewhere: not a
+			// closed connection, and never a 500.
+			t.Logf("a request in flight: %d %v after %s", got.status, got.err, got.elapsed)
+			if got.err != nil || got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") == "" {
+				t.Errorf("a request in flight: got %d %v (Retry-After %q), want 503 with Retry-After", got.status, got.err, got.header.Get("Retry-After"))
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("a request in flight was left waiting after run returned")
+		}
+	}
+	if n := scalar(t, conn, `SELECT count(*) FROM orders`); n != 0 {
+		t.Errorf("%d orders placed by the cut order, want 0", n)
+	}
+	if len(a.logs.records("shutdown timeout: requests in flight cut")) != 1 {
+		t.Errorf("want one WARN saying the requests in flight were cut; log:\n%s", a.logs)
 	}
 	portClosed(t, base)
 }
