@@ -123,7 +123,7 @@ func (s *LeaseStore) renew(ctx context.Context, b *leaseBucket, old *lease, key 
 	if cur := b.cur.Load(); cur != old {
 		return cur, nil
 	}
-	l, err := s.lease(ctx, key, rate)
+	l, err := s.lease(ctx, key, rate, old)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (s *LeaseStore) renew(ctx context.Context, b *leaseBucket, old *lease, key 
 // end of a window an instance may leave up to one lease unspent: within a
 // window the fleet errs on the side of admitting less (across its edge, see
 // LeaseStore).
-func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (*lease, error) {
+func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate, prev *lease) (*lease, error) {
 	n := max(1, int64(float64(rate.Limit)*s.leaseFraction))
 	lctx, err := s.shared.Increment(ctx, sharedKey(key, rate), n, rate)
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (
 	// window ends within the second after it. Tokens stay good until then.
 	// X-RateLimit-Reset says the second by which the window has reset (the
 	// end rounded up), on admitted and refused answers alike.
-	end := time.Unix(lctx.Reset, 0).Add(time.Second)
+	end := sameWindow(time.Unix(lctx.Reset, 0).Add(time.Second), prev)
 	l := &lease{reset: resetSecond(end), until: end.UnixNano()}
 	if lctx.Reached {
 		// Refusals are answered from memory until the window ends: exactly
@@ -168,6 +168,22 @@ func (s *LeaseStore) lease(ctx context.Context, key string, rate limiter.Rate) (
 	l.tokens.Store(n)
 	l.remaining = lctx.Remaining
 	return l, nil
+}
+
+// sameWindow is end, or prev's end when prev's window goes on for more
+// than a second and end is at most a second from it: then both leases came
+// from one window. ulule reads a window's end as the time its answer
+// arrived plus the counter's TTL, so each lease reads it a round trip
+// late; near a second's edge one lease's end came out a second after the
+// last one's, and X-RateLimit-Reset changed within one window.
+func sameWindow(end time.Time, prev *lease) time.Time {
+	if prev == nil || prev.exhausted || time.Until(time.Unix(0, prev.until)) <= time.Second {
+		return end
+	}
+	if d := end.Sub(time.Unix(0, prev.until)); d >= -time.Second && d <= time.Second {
+		return time.Unix(0, prev.until)
+	}
+	return end
 }
 
 // Peek reports the shared count without spending.
