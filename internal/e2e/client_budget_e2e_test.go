@@ -44,6 +44,7 @@ func TestClientFleetRetryBudgetDuringOutage(t *testing.T) {
 	}
 	link.SetDown(true)
 	var calls, succeeded, unavailable atomic.Int64
+	refused := make([]atomic.Int64, fleet) // each caller's calls that ended unavailable
 	var callers, inflight sync.WaitGroup
 	start := time.Now()
 	for i, api := range apis {
@@ -59,6 +60,7 @@ func TestClientFleetRetryBudgetDuringOutage(t *testing.T) {
 						succeeded.Add(1)
 					case errors.Is(err, client.ErrUnavailable):
 						unavailable.Add(1)
+						refused[i].Add(1)
 					}
 				})
 				<-tick.C
@@ -86,10 +88,28 @@ func TestClientFleetRetryBudgetDuringOutage(t *testing.T) {
 	if retries < 0 || retries > allowed {
 		t.Errorf("%d retries reached the service during the outage, want at most %d (the fleet's budgets)", retries, allowed)
 	}
+	// A caller whose calls ended unavailable at least half a bucket's
+	// worth of times failed that many attempts a retry could fix: its
+	// budget ran down to the half where it stops retrying. (Beside CPU
+	// burners most of one caller's calls once ended otherwise, timed out
+	// on the client's side, and its budget stayed above the half.) At
+	// least one caller must be such a caller.
+	measured, full := 0, 0
 	for i, api := range apis {
-		if tok := api.Budget().Tokens(); tok > client.DefaultBudgetTokens/2 {
-			t.Errorf("client %d ends the outage with %.1f tokens, want ≤ %d: its budget never ran down", i, tok, client.DefaultBudgetTokens/2)
-			break
+		if refused[i].Load() < client.DefaultBudgetTokens/2 {
+			continue
 		}
+		measured++
+		if tok := api.Budget().Tokens(); tok > client.DefaultBudgetTokens/2 {
+			if full++; full > 1 {
+				continue // one example is enough
+			}
+			t.Errorf("client %d ends the outage with %.1f tokens after %d calls answered unavailable, want ≤ %d: its budget never ran down",
+				i, tok, refused[i].Load(), client.DefaultBudgetTokens/2)
+		}
+	}
+	t.Logf("%d of %d callers had %d calls or more answered unavailable", measured, fleet, client.DefaultBudgetTokens/2)
+	if measured == 0 {
+		t.Errorf("no caller had %d calls answered unavailable: no budget was put to the test", client.DefaultBudgetTokens/2)
 	}
 }
