@@ -85,6 +85,7 @@ type Cache struct {
 	corrupt   sync.Map                  // keys whose corrupt value was already logged
 	static    map[string]bool           // Config.Static, namespaced; read-only after New
 	floors    *floors                   // per-key version floors; nil without Config.Version
+	pending   *pending                  // keys whose invalidation failed (pending.go)
 }
 
 // New builds a Cache and, when L1 is on, subscribes to the invalidation
@@ -107,8 +108,11 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config, log *slog.L
 		elsewhere: newElsewhere(),
 		copyMemo:  newCopyMemo(cfg.Copies),
 		tracer:    newTracer(cfg.TracerProvider),
+		pending:   newPending(),
 	}
 	c.gets = startGetBatch(life, rdb, &c.wg)
+	c.wg.Add(1)
+	go c.retryPending()
 	if cfg.Version != nil {
 		c.floors = newFloors(floorSize)
 	}
@@ -156,7 +160,11 @@ func (c *Cache) Close() {
 }
 
 // Stats returns a snapshot of the counters.
-func (c *Cache) Stats() StatsSnapshot { return c.stats.snapshot() }
+func (c *Cache) Stats() StatsSnapshot {
+	s := c.stats.snapshot()
+	s.InvalidationsPending = c.pending.n.Load()
+	return s
+}
 
 // track registers a background goroutine unless the Cache is closing.
 func (c *Cache) track() bool {

@@ -75,6 +75,11 @@ func (c *Cache) fetch(ctx context.Context, key string, load LoadFunc) (Result, e
 		}
 		return c.result(e, status, now, true), nil
 	}
+	if c.pending.has(key) && c.retryInvalidate(ctx, key) != nil {
+		// Redis still holds the entry this instance's write made old, or
+		// cannot be reached: the source answers.
+		return c.outageRead(ctx, key, load, now)
+	}
 	// A stale value goes to L1 too, so a burst during a refresh costs no
 	// Redis round trip per request: the refresh's fill signal evicts it
 	// everywhere the moment the new value is stored.

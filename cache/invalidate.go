@@ -20,8 +20,10 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte) error {
 	e, ttl := c.newEntry(key, value, false, 0)
 	if err := c.write(ctx, key, e, ttl); err != nil {
 		c.l1.remove(key)
+		c.invalidateLater(key) // the value it replaces must not outlive it
 		return err
 	}
+	c.pending.done(key)
 	c.l1.set(key, e, c.now())
 	return c.publish(ctx, key)
 }
@@ -36,10 +38,22 @@ func (c *Cache) wrote() func() {
 }
 
 // Invalidate deletes key everywhere: Redis (entry, copies, and the lock of a
-// load in flight) and every instance's L1.
+// load in flight) and every instance's L1. When Redis does not take it, it
+// is tried again until it does (pending.go), and this instance never
+// serves key from Redis meanwhile.
 func (c *Cache) Invalidate(ctx context.Context, key string) error {
-	defer c.wrote()()
 	key = c.named(key)
+	if err := c.invalidate(ctx, key); err != nil {
+		c.invalidateLater(key)
+		return err
+	}
+	c.pending.done(key)
+	return nil
+}
+
+// invalidate is Invalidate of a namespaced key, once.
+func (c *Cache) invalidate(ctx context.Context, key string) error {
+	defer c.wrote()()
 	c.l1.remove(key)
 	keys := append([]string{key, c.lockKey(key)}, c.copyKeys(key)...)
 	// One DEL per key: copies live in other slots, which a multi-key DEL

@@ -14,8 +14,16 @@ func (c *Cache) Peek(ctx context.Context, key string) (r Result, found bool, err
 	e, fromL1 := c.l1.get(key, now)
 	if fromL1 {
 		c.stats.l1Hits.Add(1)
-	} else if e, found, err = c.readFill(key, noHold, func() (Entry, bool, error) { return c.sharedRead(ctx, key) }); !found || err != nil {
-		return Result{}, false, err
+	} else {
+		// The entry in Redis may be one this instance's write made old.
+		if c.pending.has(key) {
+			if err := c.retryInvalidate(ctx, key); err != nil {
+				return Result{}, false, err
+			}
+		}
+		if e, found, err = c.readFill(key, noHold, func() (Entry, bool, error) { return c.sharedRead(ctx, key) }); !found || err != nil {
+			return Result{}, false, err
+		}
 	}
 	status := Hit
 	if !now.Before(e.SoftExpiry) {

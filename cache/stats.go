@@ -14,6 +14,7 @@ type Stats struct {
 	copyMisses, copiesRevoked               atomic.Int64
 	outageHolds                             atomic.Int64
 	replays, outOfBounds                    atomic.Int64
+	invalidationsRetried                    atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters at one moment.
@@ -44,6 +45,10 @@ type StatsSnapshot struct {
 	// beyond the TTLs or past their hard expiry (bounds.go). Both are
 	// reloaded, like Corrupt ones.
 	Replays, OutOfBounds int64
+	// InvalidationsRetried counts failed invalidations that went through
+	// on a later try; InvalidationsPending is how many wait for one now
+	// (pending.go).
+	InvalidationsRetried, InvalidationsPending int64
 }
 
 func (s *Stats) snapshot() StatsSnapshot {
@@ -59,5 +64,6 @@ func (s *Stats) snapshot() StatsSnapshot {
 		CopyMisses: s.copyMisses.Load(), CopiesRevoked: s.copiesRevoked.Load(),
 		OutageHolds: s.outageHolds.Load(),
 		Replays:     s.replays.Load(), OutOfBounds: s.outOfBounds.Load(),
+		InvalidationsRetried: s.invalidationsRetried.Load(),
 	}
 }

@@ -16,7 +16,8 @@ import (
 // fenced write: a later update's invalidation fences out this reload, so
 // the cache can never go back in time. It runs on a short deadline of its
 // own, so a client that hangs up right after the commit cannot skip it; its
-// failure does not fail the write (the hard TTL bounds a stale entry).
+// failure does not fail the write: a failed invalidation is tried again
+// until Redis takes it (cache/pending.go).
 func (p *Products) writeThrough(ctx context.Context, id int64) { p.refresh(ctx, id, selectProduct) }
 
 // refresh is writeThrough, reloading with query.
@@ -25,7 +26,7 @@ func (p *Products) refresh(ctx context.Context, id int64, query string) {
 	defer cancel()
 	key := Key(id)
 	if err := p.cache.Invalidate(ctx, key); err != nil {
-		p.log.Error("invalidation failed: the entry, or one of its copies, may be served old until its TTL", "product", id, "err", err)
+		p.log.Error("invalidation failed: tried again until Redis takes it; other instances may serve the old entry until then", "product", id, "err", err)
 		return
 	}
 	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.loadBy(ctx, id, query) })

@@ -112,6 +112,8 @@ var (
 	descRefused     = prometheus.NewDesc("stampede_cache_entries_refused_total", "Genuine cache entries refused and reloaded, by reason: replay (older than a version already seen), out_of_bounds (lifetime beyond the TTLs or past its hard expiry).", []string{"reason"}, nil)
 	descFills       = prometheus.NewDesc("stampede_cache_fill_signals_total", "Fill signals heard (any instance's stores under the lock); a signed one also carries the value's version, the floor replays are refused below.", nil, nil)
 	descL1Inval     = prometheus.NewDesc("stampede_l1_invalidations_total", "Keys dropped from L1 because another write changed them (pub/sub or Redis CLIENT TRACKING).", nil, nil)
+	descInvPending  = prometheus.NewDesc("stampede_cache_invalidations_pending", "Keys whose invalidation Redis did not take, tried again until it does; this instance loads them from the database meanwhile.", nil, nil)
+	descInvRetried  = prometheus.NewDesc("stampede_cache_invalidations_retried_total", "Failed invalidations that went through on a later try.", nil, nil)
 	descL1Flushes   = prometheus.NewDesc("stampede_l1_flushes_total", "Times L1 was emptied because invalidations may have been missed (tracking connection lost or resubscribed, FLUSHDB).", nil, nil)
 	descBreaker     = prometheus.NewDesc("stampede_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open.", []string{"breaker"}, nil)
 	descNextProbe   = prometheus.NewDesc("stampede_breaker_next_probe_seconds", "Seconds until an open breaker's next health probe (0 when closed or while a probe runs).", []string{"breaker"}, nil)
@@ -134,7 +136,7 @@ type statsCollector struct {
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheResults, descLoads, descLoadErrors, descShared, descLock,
-		descExtensions, descRefreshes, descCorrupt, descRefused, descFills, descL1Inval, descL1Flushes, descBreaker, descNextProbe, descProbeFails, descProbes, descPoolConns, descPoolWaiting,
+		descExtensions, descRefreshes, descCorrupt, descRefused, descFills, descL1Inval, descL1Flushes, descInvPending, descInvRetried, descBreaker, descNextProbe, descProbeFails, descProbes, descPoolConns, descPoolWaiting,
 		descAcquires, descAcquireSecs, descStmtTimeout, descPoolRefused} {
 		ch <- d
 	}
@@ -168,6 +170,8 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descFills, st.FillSignals)
 	counter(descL1Inval, st.L1Invalidations)
 	counter(descL1Flushes, st.L1Flushes)
+	gauge(descInvPending, float64(st.InvalidationsPending))
+	counter(descInvRetried, st.InvalidationsRetried)
 	for name, snapshot := range s.breakers {
 		b := snapshot()
 		gauge(descBreaker, float64(b.State), name)
