@@ -54,6 +54,12 @@ type Config struct {
 	Admission Admission
 	// Tracer sees every query (e.g. OpenTelemetry spans); nil: none.
 	Tracer pgx.QueryTracer
+	// WaitForServer makes Open wait, past its first attempts (about 3 s),
+	// for a server that does not answer (refused, unreachable, timing out)
+	// until ctx ends, calling it before each further attempt; nil: Open
+	// gives up then. A server that answers and refuses the settings (a
+	// wrong password, no such database) fails Open at once either way.
+	WaitForServer func(attempt int, err error)
 	// Prepare lists statements prepared on every new connection (warm.go),
 	// so a cold key's load is one round trip. Ignored behind a pooler in
 	// transaction mode, where a connection is not one server session.
@@ -167,6 +173,10 @@ func connectTimeout(acquire time.Duration) time.Duration {
 // machine too loaded to finish a handshake within the connect timeout.
 const pingAttempts = 5
 
+// maxPingBackoff caps the wait between attempts of an Open that waits for
+// its server (Config.WaitForServer).
+const maxPingBackoff = 5 * time.Second
+
 // ping checks that the database answers. It retries only outages (refused or
 // timed-out connects, a server starting up); a wrong password or database
 // name fails at once, since waiting cannot fix it.
@@ -177,15 +187,21 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 		pingCtx, cancel := context.WithTimeout(ctx, max(cfg.AcquireTimeout, connectTimeout(cfg.AcquireTimeout))+cfg.StatementTimeout)
 		err := pool.Ping(pingCtx)
 		cancel()
-		if err == nil || attempt == pingAttempts || !isOutage(err) || isMisconfigured(err) {
+		if err == nil || !isOutage(err) || isMisconfigured(err) {
 			return err
+		}
+		if attempt >= pingAttempts {
+			if cfg.WaitForServer == nil {
+				return err
+			}
+			cfg.WaitForServer(attempt, err)
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
 		case <-time.After(backoff):
 		}
-		backoff *= 2
+		backoff = min(2*backoff, maxPingBackoff)
 	}
 }
 

@@ -61,7 +61,15 @@ func (d *deps) open(ctx context.Context, tr *telemetry.Tracing) error {
 // opens the reports pool.
 func (d *deps) openDatabase(ctx context.Context, tr *telemetry.Tracing) error {
 	cfg, log := d.cfg, d.log
-	main, err := db.Open(ctx, dbConfig(cfg, "main", cfg.MainMaxConns, tr.QueryTracer(), log))
+	// A database that does not answer yet is waited for, as /readyz says
+	// (503, starting), rather than exiting: during a shared outage every
+	// instance (re)started would otherwise crash-loop, and its restart
+	// back-off outlast the outage. A signal ends the wait (run.go).
+	mainCfg := dbConfig(cfg, "main", cfg.MainMaxConns, tr.QueryTracer(), log)
+	mainCfg.WaitForServer = func(attempt int, err error) {
+		log.Warn("database not reachable yet: waiting for it; /readyz answers 503 until then", "attempt", attempt, "err", err)
+	}
+	main, err := db.Open(ctx, mainCfg)
 	if err != nil {
 		return err
 	}

@@ -145,3 +145,41 @@ func TestStopWhileStartingIsClean(t *testing.T) {
 		t.Errorf("stopped while starting: logged %v, want no error", errs)
 	}
 }
+
+// TestStartWaitsForTheDatabase: an instance started while its database
+// does not answer waits for it, alive and not ready, and serves once it
+// answers. It exited 1 after about 3 s, so during a shared outage every
+// instance (re)started crash-looped, and its restart back-off outlasted the
+// outage.
+func TestStartWaitsForTheDatabase(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	link := proxyDatabase(t, env)
+	link.SetDown(true)
+	env["HTTP_ADDR"] = freeAddr(t)
+	a := launchApp(t, env)
+	base := "http://" + env["HTTP_ADDR"]
+
+	// Past the start's first attempts (about 3 s), and two warnings.
+	if !dbtest.Eventually(20*time.Second, func() bool {
+		return len(a.logs.records("database not reachable yet: waiting for it; /readyz answers 503 until then")) >= 2
+	}) {
+		t.Fatalf("no repeated warning that the start waits for the database; log:\n%s", a.logs)
+	}
+	select {
+	case <-a.exited:
+		t.Fatalf("run returned %v with the database down, want it to wait", a.err)
+	default:
+	}
+	for path, want := range map[string]int{"/healthz": http.StatusOK, "/readyz": http.StatusServiceUnavailable} {
+		if resp, _, err := send(http.MethodGet, base+path, nil, ""); err != nil || resp.StatusCode != want {
+			t.Errorf("GET %s while waiting for the database: %v %v, want %d", path, resp, err, want)
+		}
+	}
+
+	link.SetDown(false)
+	a.waitListening()
+	if resp, body, err := send(http.MethodGet, base+"/products/1", nil, ""); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /products/1 once the database answers: %v %s %v, want 200", resp, body, err)
+	}
+}
