@@ -123,7 +123,12 @@ type routeClass struct {
 	maxWaiting  int64              // the queue the class may join (gate and door)
 	shedAtDoor  bool               // refuse at the door once that queue is full
 	concurrency int                // requests of the class in flight at most
-	before      []gin.HandlerFunc  // after the rate limit, before anything scarce
+	// checksKey: a key sent must be accepted (auth.Optional), after the
+	// rate limit and before the body is read, so that a refusal leaves at
+	// once. Checkout's key scopes its order; a product write has passed
+	// Require already.
+	checksKey bool
+	before    []gin.HandlerFunc // after the rate limit, before anything scarce
 }
 
 // classTable is the API's priority classes. Low-value reports are shed at
@@ -139,7 +144,7 @@ func classTable(cfg config.Config, classes *handlers.Classes, mainPool, reportsP
 	})
 	return []routeClass{
 		{slot: &classes.Critical, name: "critical", priority: db.Critical, pool: mainPool,
-			maxWaiting: 2 * limit, shedAtDoor: true, concurrency: cfg.LimitCritical, before: []gin.HandlerFunc{readBody}},
+			maxWaiting: 2 * limit, shedAtDoor: true, concurrency: cfg.LimitCritical, checksKey: true, before: []gin.HandlerFunc{readBody}},
 		// Normal reads are mostly cached: only the pool refuses them, at
 		// the moment one would queue; a read served from the cache never is.
 		{slot: &classes.Normal, name: "normal", priority: db.Normal, pool: mainPool,
@@ -151,8 +156,8 @@ func classTable(cfg config.Config, classes *handlers.Classes, mainPool, reportsP
 
 // routeClasses builds the API's admission control, per priority class
 // (classTable): rate limit (per API key when a valid one is presented,
-// per IP otherwise) → body read (writes, checkout) → shedding →
-// concurrency limit. Every refusal is counted by reason and class.
+// per IP otherwise) → a key sent must be valid (checkout) → body read
+// (writes, checkout) → shedding → concurrency limit. Every refusal is counted by reason and class.
 func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *telemetry.Metrics, log *slog.Logger) handlers.Classes {
 	lims := newLimits(cfg, rdb, log)
 	lim, keyLim := lims.ip, lims.key
@@ -179,6 +184,9 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 		if lim != nil || keyLim != nil {
 			hs = append(hs, middleware.RateLimitPer(lim, keyLim, log, refused("rate_limited", rc.name)))
 		}
+		if rc.checksKey {
+			hs = append(hs, auth.Optional())
+		}
 		hs = append(hs, rc.before...)
 		if rc.shedAtDoor {
 			hs = append(hs, middleware.Shed(rc.pool, rc.maxWaiting, refused("shed", rc.name)))
@@ -189,15 +197,12 @@ func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, report
 	if lim != nil {
 		classes.BeforeAuth = []gin.HandlerFunc{middleware.RateLimitBeforeAuth(lim, auth.Believed, log, refused("rate_limited", "critical"))}
 	}
-	// Checkout: the caller's key scopes its Idempotency-Key and its order
-	// budget, so a key sent must be valid (auth.Optional; behind the class
-	// chain's Identify when RATE_LIMIT_KEY is on, it reuses that verdict
-	// rather than spend a second lookup on one made-up key); then the
-	// budget itself.
-	classes.Checkout = []gin.HandlerFunc{auth.Optional()}
+	// Checkout: the class chain held the caller's key to auth.Optional
+	// (behind Identify when RATE_LIMIT_KEY is on, it reuses that verdict
+	// rather than spend a second lookup on one made-up key); the key
+	// scopes the Idempotency-Key and the order budget, spent here.
 	if lims.orders != nil {
-		classes.Checkout = append(classes.Checkout,
-			middleware.RateLimitNamed(orderBucket, lims.orders, lims.orders, log, refused("rate_limited", "critical")))
+		classes.Checkout = []gin.HandlerFunc{middleware.RateLimitNamed(orderBucket, lims.orders, lims.orders, log, refused("rate_limited", "critical"))}
 	}
 	return classes
 }

@@ -137,31 +137,39 @@ func TestOversizedContentLengthBefore100Continue(t *testing.T) {
 }
 
 // TestRefusalBeforeTheBodyIsAnsweredAtOnce: a write refused before its
-// body is read (here 401, no API key) is answered while the client is
-// still sending the body. net/http reads what is left of a body before it
+// body is read (here 401: a product write with no API key, an order with a
+// made-up one) is answered while the client is still sending the body. net/http reads what is left of a body before it
 // sends the answer, so a client trickling 6 KB heard nothing until the
 // server's read timeout cut the connection, 10 s later; the answer now
 // closes the connection instead.
 func TestRefusalBeforeTheBodyIsAnsweredAtOnce(t *testing.T) {
 	t.Parallel()
 	base, _ := startApp(t, testEnv(t))
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	// Headers and the first bytes of a 6000-byte body; the rest never comes.
-	if _, err := fmt.Fprintf(conn, "POST /products HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 6000\r\n\r\n{\"name"); err != nil {
-		t.Fatal(err)
-	}
-	const within = 3 * time.Second // the server's read timeout is 10 s
-	_ = conn.SetReadDeadline(time.Now().Add(within))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no answer within %v to a write refused before its body arrived: %v", within, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
-		t.Errorf("got %d (closing the connection: %v), want 401 and the connection closed", resp.StatusCode, resp.Close)
+	for _, tc := range []struct{ name, request string }{
+		{"a product write without a key", "POST /products HTTP/1.1\r\n"},
+		// Its key was checked after the body: 408 once the body was late.
+		{"an order with a made-up key", "POST /orders HTTP/1.1\r\nAuthorization: Bearer made-up-key-0123456789\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// Headers and the first bytes of a 6000-byte body; the rest never comes.
+			if _, err := fmt.Fprintf(conn, "%sHost: test\r\nContent-Type: application/json\r\nContent-Length: 6000\r\n\r\n{\"name", tc.request); err != nil {
+				t.Fatal(err)
+			}
+			const within = 3 * time.Second // the server's read timeout is 10 s
+			_ = conn.SetReadDeadline(time.Now().Add(within))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer within %v to a write refused before its body arrived: %v", within, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+				t.Errorf("got %d (closing the connection: %v), want 401 and the connection closed", resp.StatusCode, resp.Close)
+			}
+		})
 	}
 }
