@@ -55,6 +55,8 @@ var configErrorCases = []struct {
 	{"redis URL not a URL", map[string]string{"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL", "http://127.0.0.1:6379"},
 	{"redis DB not a number", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/x"}, "REDIS_URL", "redis://127.0.0.1:6379/x"},
 	{"L1 beyond soft TTL", map[string]string{"L1_TTL": "5s", "CACHE_SOFT_TTL": "5s"}, "L1_TTL", ""},
+	// The error named a soft TTL nobody set (derived from CACHE_TTL).
+	{"L1 beyond the hard TTL", map[string]string{"L1_TTL": "5s", "CACHE_TTL": "2s"}, "CACHE_TTL=2s (set)", "L1_TTL=5s"},
 	{"body timeout outlives request", map[string]string{"BODY_READ_TIMEOUT": "6s", "REQUEST_TIMEOUT": "5s"}, "BODY_READ_TIMEOUT", ""},
 	{"negative body rate", map[string]string{"BODY_MIN_RATE": "-1"}, "BODY_MIN_RATE", "-1"},
 	{"key rate limit not a rate", map[string]string{"RATE_LIMIT_KEY": "plenty"}, "RATE_LIMIT_KEY", "plenty"},

@@ -77,7 +77,13 @@ func (t cacheTTLs) check() []error {
 		errs = append(errs, fmt.Errorf("config: CACHE_SOFT_TTL=%s (%s) must be shorter than CACHE_TTL=%s (%s): stale answers need a window before the hard expiry; change one of them",
 			t.Soft, origin(t.softSet), t.Hard, origin(t.hardSet)))
 	}
-	if t.L1 >= t.Soft {
+	switch {
+	case !t.softSet && t.L1 >= t.Hard:
+		// The soft TTL nobody set sits below CACHE_TTL: naming it would
+		// send the user to a setting they never touched.
+		errs = append(errs, fmt.Errorf("config: L1_TTL=%s (%s) must be shorter than CACHE_TTL=%s (%s): L1 would outlive the entry; change one of them",
+			t.L1, origin(t.l1Set), t.Hard, origin(t.hardSet)))
+	case t.L1 >= t.Soft:
 		errs = append(errs, fmt.Errorf("config: L1_TTL=%s (%s) must be shorter than CACHE_SOFT_TTL=%s (%s): L1 would hide refreshes; change one of them",
 			t.L1, origin(t.l1Set), t.Soft, origin(t.softSet)))
 	}
