@@ -172,6 +172,50 @@ func ifMatch(r *http.Request) (func(current repo.Product) bool, error) {
 	}, nil
 }
 
+// ifNoneMatch returns the precondition of a write from its If-None-Match
+// header (RFC 9110 §13.1.2): none of the listed ETags is the product's
+// current one, compared weakly, and "*" matches any current version, so
+// a PUT with "If-None-Match: *" never overwrites. nil when the header is
+// absent.
+func ifNoneMatch(r *http.Request) (func(current repo.Product) bool, error) {
+	v := r.Header.Values("If-None-Match")
+	if len(v) == 0 {
+		return nil, nil
+	}
+	tags := splitETags(strings.Join(v, ","))
+	if len(tags) == 0 {
+		return nil, badRequest(`If-None-Match must be "*" or a list of ETags`)
+	}
+	return func(current repo.Product) bool {
+		_, etag := productJSON(current)
+		for _, t := range tags {
+			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// writePreconditions is a write's If-Match and If-None-Match together
+// (both must hold); nil when neither header is sent.
+func writePreconditions(r *http.Request) (func(current repo.Product) bool, error) {
+	match, err := ifMatch(r)
+	if err != nil {
+		return nil, err
+	}
+	noneMatch, err := ifNoneMatch(r)
+	switch {
+	case err != nil:
+		return nil, err
+	case noneMatch == nil:
+		return match, nil
+	case match == nil:
+		return noneMatch, nil
+	}
+	return func(current repo.Product) bool { return match(current) && noneMatch(current) }, nil
+}
+
 // splitETags splits a comma-separated list of entity tags. A comma can
 // appear inside a quoted tag, so it walks the quotes instead of splitting.
 func splitETags(s string) []string {

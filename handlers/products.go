@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -235,7 +236,7 @@ func (h *Products) update(c *gin.Context) {
 		writeError(c, h.errs, err)
 		return
 	}
-	precondition, err := ifMatch(c.Request)
+	precondition, err := writePreconditions(c.Request)
 	if err != nil {
 		writeError(c, h.errs, err)
 		return
@@ -248,7 +249,18 @@ func (h *Products) update(c *gin.Context) {
 	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{
 		Name: *b.Name, PriceCents: *b.PriceCents, StockDelta: b.StockAdjustment, Precondition: precondition,
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, repo.ErrPreconditionAbsent) && len(c.Request.Header.Values("If-Match")) == 0:
+		// If-None-Match holds for a product that does not exist, but PUT
+		// does not create one: the answer is the plain 404.
+		writeError(c, h.errs, repo.ErrNotFound)
+		return
+	case errors.Is(err, repo.ErrPreconditionFailed) && !errors.Is(err, repo.ErrPreconditionAbsent) &&
+		len(c.Request.Header.Values("If-None-Match")) > 0:
+		abort(c, http.StatusPreconditionFailed, "a precondition failed: If-None-Match names the product's current ETag (or is *), or If-Match does not; nothing was changed")
+		return
+	default:
 		writeError(c, h.errs, err)
 		return
 	}

@@ -167,9 +167,34 @@ func TestHTTPConditionalRequests(t *testing.T) {
 		}
 	})
 
+	// RFC 9110 §13.1.2: a PUT with If-None-Match "*", or naming the
+	// current ETag (weakly), must not write. It was ignored: the PUT
+	// answered 200 and overwrote the product.
+	t.Run("If-None-Match on PUT", func(t *testing.T) {
+		tests := []struct {
+			name, url, ifNoneMatch string
+			wantStatus             int
+		}{
+			{"malformed", url, "not-a-tag", http.StatusBadRequest},
+			{"any current version", url, "*", http.StatusPreconditionFailed},
+			{"the current tag, weak", url, "W/" + newTag, http.StatusPreconditionFailed},
+			{"an absent product", fmt.Sprint(base, "/products/", absentProductID), "*", http.StatusNotFound},
+			{"another tag", url, `"other"`, http.StatusOK},
+		}
+		for _, tt := range tests {
+			resp, raw := call(t, "PUT", tt.url, map[string]string{"If-None-Match": tt.ifNoneMatch}, `{"name":"guarded","price_cents":78}`)
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("%s: PUT If-None-Match %s: got %d %s, want %d", tt.name, tt.ifNoneMatch, resp.StatusCode, raw, tt.wantStatus)
+			}
+			if tt.wantStatus == http.StatusOK {
+				newTag = resp.Header.Get("ETag")
+			}
+		}
+	})
+
 	t.Run("old ETag gets the new body", func(t *testing.T) {
 		resp, raw := call(t, "GET", url, map[string]string{"If-None-Match": etag}, "")
-		if resp.StatusCode != 200 || !strings.Contains(string(raw), `"edited"`) {
+		if resp.StatusCode != 200 || !strings.Contains(string(raw), `"guarded"`) {
 			t.Fatalf("got %d %s, want 200 with the edited product", resp.StatusCode, raw)
 		}
 		if got := resp.Header.Get("ETag"); got != newTag {
