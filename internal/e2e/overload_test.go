@@ -71,6 +71,14 @@ func TestOverloadShedsReadsAdmitsCheckout(t *testing.T) {
 		fire(i) // staggered, so the queue grows one waiter at a time
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Every read has reached the pool before the order does: on a loaded
+	// machine a read's Redis round trips once took longer than the
+	// stagger, the order joined the queue first, and only 3 reads fitted
+	// behind it (the cap counts every waiter).
+	eventually(t, 10*time.Second, "4 reads queued for the main pool", func() (bool, string) {
+		n := scrape(t, base)[`stampede_db_pool_waiting{pool="main"}`]
+		return n == 4, fmt.Sprintf("%v waiting", n)
+	})
 
 	// The pool is saturated and its queue full for normal reads: checkout
 	// is admitted and waits for a connection.
