@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -214,6 +215,25 @@ func writePreconditions(r *http.Request) (func(current repo.Product) bool, error
 		return noneMatch, nil
 	}
 	return func(current repo.Product) bool { return match(current) && noneMatch(current) }, nil
+}
+
+// preconditionError names what a failed write precondition was about when
+// If-None-Match took part: the repository only knows that the product
+// did not meet the request's test, and says so in If-Match's words. Other
+// errors pass through.
+func preconditionError(r *http.Request, err error) error {
+	if len(r.Header.Values("If-None-Match")) == 0 || !errors.Is(err, repo.ErrPreconditionFailed) {
+		return err
+	}
+	if errors.Is(err, repo.ErrPreconditionAbsent) {
+		if len(r.Header.Values("If-Match")) == 0 {
+			// If-None-Match holds for a product that does not exist, but
+			// PUT does not create one: the plain 404.
+			return repo.ErrNotFound
+		}
+		return err
+	}
+	return &requestError{status: http.StatusPreconditionFailed, msg: "a precondition failed: If-None-Match names the product's current ETag (or is *), or If-Match does not; nothing was changed"}
 }
 
 // splitETags splits a comma-separated list of entity tags. A comma can

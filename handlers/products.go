@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -249,19 +248,8 @@ func (h *Products) update(c *gin.Context) {
 	p, err := h.store.Update(c.Request.Context(), id, repo.ProductUpdate{
 		Name: *b.Name, PriceCents: *b.PriceCents, StockDelta: b.StockAdjustment, Precondition: precondition,
 	})
-	switch {
-	case err == nil:
-	case errors.Is(err, repo.ErrPreconditionAbsent) && len(c.Request.Header.Values("If-Match")) == 0:
-		// If-None-Match holds for a product that does not exist, but PUT
-		// does not create one: the answer is the plain 404.
-		writeError(c, h.errs, repo.ErrNotFound)
-		return
-	case errors.Is(err, repo.ErrPreconditionFailed) && !errors.Is(err, repo.ErrPreconditionAbsent) &&
-		len(c.Request.Header.Values("If-None-Match")) > 0:
-		abort(c, http.StatusPreconditionFailed, "a precondition failed: If-None-Match names the product's current ETag (or is *), or If-Match does not; nothing was changed")
-		return
-	default:
-		writeError(c, h.errs, err)
+	if err != nil {
+		writeError(c, h.errs, preconditionError(c.Request, err))
 		return
 	}
 	writeProduct(c, http.StatusOK, p)

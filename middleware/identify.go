@@ -35,12 +35,7 @@ func (a *Auth) Identify() gin.HandlerFunc {
 			return
 		}
 		if presented {
-			sum := sha256.Sum256([]byte(key))
-			if err := a.check(c.Request.Context(), sum, a.identifyLookups, ClientKey(clientIP(c))); err != nil {
-				c.Set(ctxKeyVerdict, err)
-			} else {
-				c.Set(ctxKeyID, keyID(sum))
-			}
+			_ = a.identify(c, key, ClientKey(clientIP(c))) // the verdict is kept for Optional
 		}
 		c.Next()
 	}
@@ -72,17 +67,28 @@ func (a *Auth) Optional() gin.HandlerFunc {
 			a.refuse(c, client, `Bearer realm="stampede-guard"`, notAKey)
 			return
 		}
-		sum := sha256.Sum256([]byte(key))
-		verdict, seen := c.Get(ctxKeyVerdict)
-		err, _ = verdict.(error)
-		if !seen {
-			err = a.check(c.Request.Context(), sum, a.identifyLookups, client)
-		}
-		if err != nil {
+		if err := a.identify(c, key, client); err != nil {
 			a.refuseKey(c, client, err)
 			return
 		}
-		c.Set(ctxKeyID, keyID(sum))
 		c.Next()
 	}
+}
+
+// identify checks key on the open routes' lookup budget, once per request:
+// nil (and KeyID set) when it is valid, else why not, kept in c so that a
+// later Optional answers it without looking the same key up again.
+func (a *Auth) identify(c *gin.Context, key, client string) error {
+	if v, seen := c.Get(ctxKeyVerdict); seen {
+		err, _ := v.(error)
+		return err
+	}
+	sum := sha256.Sum256([]byte(key))
+	err := a.check(c.Request.Context(), sum, a.identifyLookups, client)
+	if err != nil {
+		c.Set(ctxKeyVerdict, err)
+	} else {
+		c.Set(ctxKeyID, keyID(sum))
+	}
+	return err
 }

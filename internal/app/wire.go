@@ -157,7 +157,8 @@ func classTable(cfg config.Config, classes *handlers.Classes, mainPool, reportsP
 // routeClasses builds the API's admission control, per priority class
 // (classTable): rate limit (per API key when a valid one is presented,
 // per IP otherwise) → a key sent must be valid (checkout) → body read
-// (writes, checkout) → shedding → concurrency limit. Every refusal is counted by reason and class.
+// (writes, checkout) → shedding → concurrency limit. Every refusal is
+// counted by reason and class.
 func routeClasses(cfg config.Config, rdb redis.UniversalClient, mainPool, reportsPool *db.Pool, m *telemetry.Metrics, log *slog.Logger) handlers.Classes {
 	lims := newLimits(cfg, rdb, log)
 	lim, keyLim := lims.ip, lims.key
