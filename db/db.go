@@ -30,7 +30,11 @@ type Config struct {
 	// answers (fallback.go): a reports pool on a replica falls back to the
 	// primary. Only its hosts are taken; URL's user, database and
 	// target_session_attrs apply to them. Empty: none.
-	FallbackURL      string
+	FallbackURL string
+	// OnFallback is called when the pool's new connections move to
+	// FallbackURL's servers (on, with the server's address) or back to
+	// URL's; nil: the move shows only in Pool.OnFallback.
+	OnFallback       func(on bool, addr string)
 	Name             string        // label in errors and stats; default "main"
 	MaxConns         int32         // default 10
 	AcquireTimeout   time.Duration // default 2 seconds
@@ -96,11 +100,12 @@ type Pool struct {
 	cfg       Config
 	breaker   *breaker.Breaker
 	waiting   atomic.Int64
-	holdNanos atomic.Int64 // moving average of how long a connection is held
-	timeouts  atomic.Int64 // statements cancelled by statement_timeout
-	shed      atomic.Int64 // calls refused because the queue was too long
-	tripped   atomic.Int64 // calls refused because the breaker was open
-	gate      *gate        // admission in front of the connections (admission.go)
+	holdNanos atomic.Int64   // moving average of how long a connection is held
+	timeouts  atomic.Int64   // statements cancelled by statement_timeout
+	shed      atomic.Int64   // calls refused because the queue was too long
+	tripped   atomic.Int64   // calls refused because the breaker was open
+	gate      *gate          // admission in front of the connections (admission.go)
+	fallback  *fallbackWatch // nil without Config.FallbackURL
 }
 
 // Open creates the pool and checks that the database answers.
@@ -110,7 +115,8 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("db %s: parse url: %w", cfg.Name, err)
 	}
-	if err := addFallback(pc, cfg.FallbackURL); err != nil {
+	fallback, err := addFallback(pc, cfg.FallbackURL, cfg.OnFallback)
+	if err != nil {
 		return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
 	}
 	pc.MaxConns = cfg.MaxConns
@@ -145,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
 		}
 	}
-	p := &Pool{pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical)}
+	p := &Pool{pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical), fallback: fallback}
 	p.breaker = newBreaker(p)
 	return p, nil
 }
@@ -241,6 +247,11 @@ func (p *Pool) Waiting() int64 {
 // callers on four connections, a few checks in 2 000 on an idle machine,
 // one in 12 beside a busy test run).
 func (p *Pool) Queued() int64 { return int64(p.gate.queued()) }
+
+// OnFallback reports whether the pool's latest new connection went to a
+// Config.FallbackURL server: the reports pool answering from the primary
+// because its replica is gone.
+func (p *Pool) OnFallback() bool { return p.fallback.onFallback() }
 
 // Breaker is the state of the pool's circuit breaker.
 func (p *Pool) Breaker() breaker.Snapshot { return p.breaker.Snapshot() }

@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,12 +67,32 @@ func TestPoolFollowsPromotion(t *testing.T) {
 
 // TestReportsPoolFallsBackToPrimary: a pool on the replica with the
 // primary as FallbackURL (the reports pool with DATABASE_READ_URL) runs on
-// the replica, and on the primary once the replica is gone.
+// the replica, and on the primary once the replica is gone; the move is
+// reported once, naming the primary (the app logs it), and OnFallback
+// says so.
 func TestReportsPoolFallsBackToPrimary(t *testing.T) {
 	pair := pgfailover.Start(t, pgfailover.Options{})
-	pool := openPoolAt(t, db.Config{Name: "reports", URL: pair.ReplicaURL("postgres"), FallbackURL: pair.URL("postgres")})
+	var mu sync.Mutex
+	var moves []string
+	pool := openPoolAt(t, db.Config{Name: "reports", URL: pair.ReplicaURL("postgres"), FallbackURL: pair.URL("postgres"),
+		OnFallback: func(on bool, addr string) {
+			mu.Lock()
+			defer mu.Unlock()
+			moves = append(moves, fmt.Sprintf("%t %s", on, addr))
+		}})
 	waitPort(t, pool, pair.Replica.Port)
+	mu.Lock()
+	if len(moves) != 0 || pool.OnFallback() {
+		t.Errorf("on the replica: moves reported %q, OnFallback %t; want none, false", moves, pool.OnFallback())
+	}
+	mu.Unlock()
 	pair.KillReplica()
 	took := waitPort(t, pool, pair.Primary.Port)
 	t.Logf("on the primary %s after the replica died", took.Round(time.Millisecond))
+	mu.Lock()
+	defer mu.Unlock()
+	want := fmt.Sprintf("true 127.0.0.1:%d", pair.Primary.Port)
+	if len(moves) != 1 || moves[0] != want || !pool.OnFallback() {
+		t.Errorf("on the primary: moves reported %q, OnFallback %t; want [%q], true", moves, pool.OnFallback(), want)
+	}
 }

@@ -40,6 +40,13 @@ func dbConfig(c config.Config, name string, maxConns int, tracer pgx.QueryTracer
 		if c.DatabaseReadURL != "" {
 			dc.URL = c.DatabaseReadURL     // reports tolerate a replica's lag
 			dc.FallbackURL = c.DatabaseURL // and go to the primary while the replica is gone
+			dc.OnFallback = func(on bool, addr string) {
+				if on {
+					log.Warn("reports pool: the replica (DATABASE_READ_URL) refused a new connection; reports go to the primary until it answers again", "server", addr)
+					return
+				}
+				log.Info("reports pool: the replica (DATABASE_READ_URL) answers again; new reports connections go to it", "server", addr)
+			}
 		}
 	case "migrate":
 		dc.URL, dc.Pooler = c.DatabaseDirectURL, db.PoolerNone

@@ -165,7 +165,8 @@ func breakerState(t *testing.T, base, name string) string {
 // TestReportsOnReplicaFallBackToPrimary: with DATABASE_READ_URL on a real
 // replica, reports run there (its sessions, none on the primary); once
 // the replica is killed they are answered again within a few seconds,
-// from the primary, without a restart, and checkout never noticed.
+// from the primary, without a restart, and checkout never noticed; the
+// move shows in stampede_db_pool_on_fallback.
 func TestReportsOnReplicaFallBackToPrimary(t *testing.T) {
 	pair, dbName, base := failoverApp(t, pgfailover.Options{},
 		func(p *pgfailover.Pair, db string) map[string]string {
@@ -189,6 +190,10 @@ func TestReportsOnReplicaFallBackToPrimary(t *testing.T) {
 	if got := reportsSessions(t, pair.PrimaryURL(dbName)); got != 0 {
 		t.Errorf("%d reports sessions on the primary while the replica is up, want 0", got)
 	}
+	const onFallback = `stampede_db_pool_on_fallback{pool="reports"}`
+	if v, ok := scrape(t, base)[onFallback]; !ok || v != 0 {
+		t.Errorf("%s = %v (exported: %t) on the replica, want 0", onFallback, v, ok)
+	}
 
 	pair.KillReplica()
 	killed := time.Now()
@@ -203,6 +208,9 @@ func TestReportsOnReplicaFallBackToPrimary(t *testing.T) {
 	}
 	if got := reportsSessions(t, pair.PrimaryURL(dbName)); got == 0 {
 		t.Error("no reports session on the primary after the fallback")
+	}
+	if v := scrape(t, base)[onFallback]; v != 1 {
+		t.Errorf("%s = %v on the primary, want 1: the fallback is not silent", onFallback, v)
 	}
 	resp, b := call(t, http.MethodPost, base+"/orders", map[string]string{"Idempotency-Key": "after-replica-" + dbtest.Unique()}, `{"product_id":7,"quantity":1}`)
 	if resp.StatusCode != http.StatusCreated {

@@ -124,6 +124,7 @@ var (
 	descAcquires    = prometheus.NewDesc("stampede_db_pool_acquires_total", "Connections acquired from the pool.", []string{"pool"}, nil)
 	descAcquireSecs = prometheus.NewDesc("stampede_db_pool_acquire_wait_seconds_total", "Total time spent waiting for connections.", []string{"pool"}, nil)
 	descPoolRefused = prometheus.NewDesc("stampede_db_pool_refused_total", "Calls refused without touching the database, by reason (shed, circuit_open).", []string{"pool", "reason"}, nil)
+	descOnFallback  = prometheus.NewDesc("stampede_db_pool_on_fallback", "1 while the pool's new connections go to its fallback server (the reports pool on the primary because DATABASE_READ_URL's replica refused them), else 0.", []string{"pool"}, nil)
 	descStmtTimeout = prometheus.NewDesc("stampede_db_statement_timeouts_total", "Statements cancelled by statement_timeout.", []string{"pool"}, nil)
 )
 
@@ -137,7 +138,7 @@ type statsCollector struct {
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheResults, descLoads, descLoadErrors, descShared, descLock,
 		descExtensions, descRefreshes, descCorrupt, descRefused, descFills, descL1Inval, descL1Flushes, descInvPending, descInvRetried, descBreaker, descNextProbe, descProbeFails, descProbes, descPoolConns, descPoolWaiting,
-		descAcquires, descAcquireSecs, descStmtTimeout, descPoolRefused} {
+		descAcquires, descAcquireSecs, descStmtTimeout, descPoolRefused, descOnFallback} {
 		ch <- d
 	}
 }
@@ -192,6 +193,11 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		shed, tripped := p.Refused()
 		counter(descPoolRefused, shed, p.Name(), "shed")
 		counter(descPoolRefused, tripped, p.Name(), "circuit_open")
+		onFallback := 0.0
+		if p.OnFallback() {
+			onFallback = 1
+		}
+		gauge(descOnFallback, onFallback, p.Name())
 	}
 }
 
