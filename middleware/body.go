@@ -21,7 +21,8 @@ type BodyConfig struct {
 	// Timeout bounds the whole body read.
 	Timeout time.Duration
 	// MinRate, in bytes per second, is how fast a body must keep arriving
-	// after Grace; a client that trickles is cut off with 408. 0 disables.
+	// once its first byte came, after Grace; a client that trickles is cut
+	// off with 408. 0 disables.
 	MinRate int64
 	Grace   time.Duration
 }
@@ -71,22 +72,29 @@ type readBody struct{ *bytes.Reader }
 func (readBody) Close() error { return nil }
 
 // readPaced reads the body with a read deadline that moves with the bytes
-// received: start + Grace + received/MinRate, never past start + Timeout.
+// received: first + Grace + received/MinRate, never past start + Timeout.
+// The pace is counted from the body's first byte, not from the headers:
+// until it comes only Timeout bounds the wait. A client that sends
+// "Expect: 100-continue" can send nothing before the server's "100
+// Continue" (written at the first read) has crossed the link, and a small
+// body sent in one packet half a second after its headers is not a
+// trickle; counted from the headers, both were cut off with 408 on a link
+// with a round trip of 500 ms, every time they were retried.
 // Where the connection cannot take deadlines (tests with a recorder) it
 // reads without them.
 func readPaced(c *gin.Context, cfg BodyConfig) ([]byte, error) {
 	rc := http.NewResponseController(c.Writer)
-	start := time.Now()
-	hardStop := start.Add(cfg.Timeout)
+	hardStop := time.Now().Add(cfg.Timeout)
 	src := http.MaxBytesReader(c.Writer, c.Request.Body, cfg.MaxBytes)
 	var buf bytes.Buffer
+	var first time.Time // when the first bytes came
 	chunk := make([]byte, 4096)
 	deadlines := true
 	for {
 		if deadlines {
 			d := hardStop
-			if cfg.MinRate > 0 {
-				paced := start.Add(cfg.Grace + time.Duration(float64(buf.Len())/float64(cfg.MinRate)*float64(time.Second)))
+			if cfg.MinRate > 0 && buf.Len() > 0 {
+				paced := first.Add(cfg.Grace + time.Duration(float64(buf.Len())/float64(cfg.MinRate)*float64(time.Second)))
 				if paced.Before(d) {
 					d = paced
 				}
@@ -96,6 +104,9 @@ func readPaced(c *gin.Context, cfg BodyConfig) ([]byte, error) {
 			}
 		}
 		n, err := src.Read(chunk)
+		if n > 0 && buf.Len() == 0 {
+			first = time.Now()
+		}
 		buf.Write(chunk[:n])
 		if errors.Is(err, io.EOF) {
 			break
