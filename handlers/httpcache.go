@@ -106,28 +106,85 @@ func addAge(hs *headers, age time.Duration) {
 }
 
 // notModified evaluates If-None-Match, or If-Modified-Since when there is
-// no If-None-Match (RFC 9110 §13.2.2), against the current representation.
-func notModified(r *http.Request, etag string, lastModified time.Time) bool {
+// no If-None-Match (RFC 9110 §13.2.2), against the current representation
+// of a product updated at updated, at now.
+func notModified(r *http.Request, etag string, updated, now time.Time) bool {
 	// Read by map index: the keys are canonical already, and Get would
 	// check that again on every product read.
-	if inm := first(r.Header["If-None-Match"]); inm != "" {
-		for _, t := range splitETags(inm) {
-			// If-None-Match uses the weak comparison: W/ is ignored.
-			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-				return true
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 {
+		// Header lines of one field form one list (RFC 9110 §5.3).
+		for _, line := range inm {
+			for _, t := range splitETags(line) {
+				// If-None-Match uses the weak comparison: W/ is ignored.
+				if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+					return true
+				}
 			}
 		}
 		return false
 	}
 	v := first(r.Header["If-Modified-Since"])
-	if v == "" || lastModified.IsZero() {
+	if v == "" || !dateValidates(updated, now) {
 		return false // the common case: a failed parse allocates its error
 	}
 	ims, err := http.ParseTime(v)
 	if err != nil {
 		return false
 	}
-	return !lastModified.Truncate(time.Second).After(ims)
+	return !updated.Truncate(time.Second).After(ims)
+}
+
+// dateSettled is how long after the end of its second an update time
+// becomes a validator. An HTTP date has whole seconds and updated_at has
+// microseconds: a Last-Modified given out during the second of an update
+// would name a second in which the product may change again, and a client
+// revalidating with it would be told 304 for the newer version (RFC 9110
+// §8.8.2.2: a date is a strong validator only once a second has passed).
+// One more second covers the skew between PostgreSQL's clock, which sets
+// updated_at, and this host's.
+const dateSettled = time.Second
+
+// dateValidates reports whether a product updated at updated may be
+// judged by an HTTP date at now: its second, plus dateSettled, is over.
+// Until then no Last-Modified is given out (the ETag, exact, still is),
+// If-Modified-Since gets the whole answer and If-Unmodified-Since fails.
+func dateValidates(updated, now time.Time) bool {
+	return !updated.IsZero() && !now.Before(updated.Truncate(time.Second).Add(time.Second+dateSettled))
+}
+
+// readPreconditionFailed evaluates a read's If-Match, or
+// If-Unmodified-Since when there is no If-Match (RFC 9110 §13.2.2 steps 1
+// and 2): a GET that asks for a version the product no longer has gets
+// 412, not the other version. False when neither header is sent.
+func readPreconditionFailed(r *http.Request, etag string, updated, now time.Time) bool {
+	if im := r.Header["If-Match"]; len(im) > 0 {
+		for _, line := range im {
+			for _, t := range splitETags(line) {
+				if t == "*" || t == etag { // strong comparison
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return !unmodifiedSince(r, updated, now)
+}
+
+// unmodifiedSince evaluates If-Unmodified-Since: true when the header is
+// absent or not a date (RFC 9110 §13.1.4: then ignored), or when the
+// product has not changed after it; false too while its update time is not
+// yet a validator (dateValidates), since the second it names may hold a
+// later change.
+func unmodifiedSince(r *http.Request, updated, now time.Time) bool {
+	v := first(r.Header["If-Unmodified-Since"])
+	if v == "" {
+		return true
+	}
+	ius, err := http.ParseTime(v)
+	if err != nil {
+		return true
+	}
+	return dateValidates(updated, now) && !updated.Truncate(time.Second).After(ius)
 }
 
 // first is a header's first value, as Header.Get returns it.
@@ -198,12 +255,16 @@ func ifNoneMatch(r *http.Request) (func(current repo.Product) bool, error) {
 	}, nil
 }
 
-// writePreconditions is a write's If-Match and If-None-Match together
-// (both must hold); nil when neither header is sent.
+// writePreconditions is a write's If-Match (or, without it,
+// If-Unmodified-Since) and If-None-Match together (both must hold); nil
+// when none of them is sent.
 func writePreconditions(r *http.Request) (func(current repo.Product) bool, error) {
 	match, err := ifMatch(r)
 	if err != nil {
 		return nil, err
+	}
+	if match == nil && first(r.Header["If-Unmodified-Since"]) != "" {
+		match = func(current repo.Product) bool { return unmodifiedSince(r, current.UpdatedAt, time.Now()) }
 	}
 	noneMatch, err := ifNoneMatch(r)
 	switch {
@@ -218,22 +279,31 @@ func writePreconditions(r *http.Request) (func(current repo.Product) bool, error
 }
 
 // preconditionError names what a failed write precondition was about when
-// If-None-Match took part: the repository only knows that the product
-// did not meet the request's test, and says so in If-Match's words. Other
-// errors pass through.
+// If-None-Match or If-Unmodified-Since took part: the repository only
+// knows that the product did not meet the request's test, and says so in
+// If-Match's words. Other errors pass through.
 func preconditionError(r *http.Request, err error) error {
-	if len(r.Header.Values("If-None-Match")) == 0 || !errors.Is(err, repo.ErrPreconditionFailed) {
+	if !errors.Is(err, repo.ErrPreconditionFailed) {
 		return err
 	}
+	byMatch := len(r.Header.Values("If-Match")) > 0
 	if errors.Is(err, repo.ErrPreconditionAbsent) {
-		if len(r.Header.Values("If-Match")) == 0 {
-			// If-None-Match holds for a product that does not exist, but
-			// PUT does not create one: the plain 404.
+		if !byMatch {
+			// If-None-Match holds for a product that does not exist, and a
+			// date has nothing to compare with; PUT does not create one:
+			// the plain 404.
 			return repo.ErrNotFound
 		}
 		return err
 	}
-	return &requestError{status: http.StatusPreconditionFailed, msg: "a precondition failed: If-None-Match names the product's current ETag (or is *), or If-Match does not; nothing was changed"}
+	switch {
+	case len(r.Header.Values("If-None-Match")) > 0:
+		return &requestError{status: http.StatusPreconditionFailed, msg: "a precondition failed: If-None-Match names the product's current ETag (or is *), or If-Match does not; nothing was changed"}
+	case !byMatch: // If-Unmodified-Since alone
+		return &requestError{status: http.StatusPreconditionFailed, msg: "a precondition failed: the product changed after If-Unmodified-Since " +
+			"(or within the last two seconds, which a date cannot tell apart); nothing was changed: GET it again"}
+	}
+	return err
 }
 
 // splitETags splits a comma-separated list of entity tags. A comma can

@@ -128,9 +128,20 @@ func (h *Products) get(c *gin.Context) {
 	var hs headers
 	h.freshness(c, &hs, f, h.ccFound)
 	body, etag := h.bodies.json(p) // productJSON, once per version (fastpath.go)
-	validators(&hs, etag, h.dates.lastModified(p.UpdatedAt), h.age(f, h.maxAgeFound))
+	now := time.Now()
+	lastModified := ""
+	if dateValidates(p.UpdatedAt, now) {
+		lastModified = h.dates.lastModified(p.UpdatedAt)
+	}
+	validators(&hs, etag, lastModified, h.age(f, h.maxAgeFound))
 	// Answered from L1 or Redis like any read: a revalidation costs no query.
-	if notModified(c.Request, etag, p.UpdatedAt) {
+	switch {
+	case readPreconditionFailed(c.Request, etag, p.UpdatedAt, now):
+		// Not hs: a refusal is no copy of the product, and stays no-store.
+		writeError(c, h.errs, &requestError{status: http.StatusPreconditionFailed,
+			msg: "a precondition failed: If-Match does not name the product's current ETag, or it changed after If-Unmodified-Since"})
+		return
+	case notModified(c.Request, etag, p.UpdatedAt, now):
 		hs.answer(c, http.StatusNotModified, nil)
 		return
 	}

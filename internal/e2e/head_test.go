@@ -17,6 +17,7 @@ func TestHeadOnEveryGetRoute(t *testing.T) {
 		t.Fatalf("POST /orders: %d %s", resp.StatusCode, body)
 	}
 	order := resp.Header.Get("Location")
+	waitLastModified(t, base+"/products/11") // GET and HEAD both carry it
 	paths := []string{
 		"/products/11", "/products/999999", "/products/abc", "/products?limit=3",
 		order, "/orders/999999999", "/reports/top-products?limit=2",

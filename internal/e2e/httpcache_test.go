@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestHTTPCacheHeaders checks what each route tells browsers and CDNs:
@@ -73,8 +75,12 @@ func TestHTTPCacheHeaders(t *testing.T) {
 				if resp.Header.Get("ETag") == "" {
 					t.Errorf("%s: ETag missing on a product read", what)
 				}
-				if _, err := http.ParseTime(resp.Header.Get("Last-Modified")); err != nil {
-					t.Errorf("%s: Last-Modified %q: %v", what, resp.Header.Get("Last-Modified"), err)
+				// Seeded a moment ago, the product may have no date yet
+				// (TestHTTPConditionalRequests waits for it).
+				if lm := resp.Header.Get("Last-Modified"); lm != "" {
+					if _, err := http.ParseTime(lm); err != nil {
+						t.Errorf("%s: Last-Modified %q: %v", what, lm, err)
+					}
 				}
 			}
 		})
@@ -128,7 +134,7 @@ func TestHTTPConditionalRequests(t *testing.T) {
 	})
 
 	t.Run("If-Modified-Since", func(t *testing.T) {
-		lm := resp.Header.Get("Last-Modified")
+		lm := waitLastModified(t, url)
 		if r, _ := call(t, "GET", url, map[string]string{"If-Modified-Since": lm}, ""); r.StatusCode != http.StatusNotModified {
 			t.Errorf("If-Modified-Since Last-Modified: got %d, want 304", r.StatusCode)
 		}
@@ -204,4 +210,47 @@ func TestHTTPConditionalRequests(t *testing.T) {
 			t.Errorf("If-None-Match with PUT's ETag: got %d, want 304", r.StatusCode)
 		}
 	})
+
+	// Last-Modified has whole seconds, updated_at microseconds: a date
+	// given out in the second of an update named a second in which the
+	// product changed again, and If-Modified-Since with it was answered
+	// 304 for the newer version. Now no date is given out until that
+	// second is over, and a date within it never makes a 304.
+	t.Run("an update in the second of the last is never 304 by date", func(t *testing.T) {
+		body := func(name string) string { return `{"name":"` + name + `","price_cents":79}` }
+		if r, raw := call(t, "PUT", url, nil, body("same-second-1")); r.StatusCode != http.StatusOK {
+			t.Fatalf("PUT: %d %s", r.StatusCode, raw)
+		}
+		r, _ := call(t, "GET", url, nil, "")
+		since := r.Header.Get("Last-Modified")
+		if since != "" {
+			t.Errorf("Last-Modified %q right after an update, want none until its second is over", since)
+		} else {
+			since = time.Now().UTC().Format(http.TimeFormat) // what a client could hold
+		}
+		if r, raw := call(t, "PUT", url, nil, body("same-second-2")); r.StatusCode != http.StatusOK {
+			t.Fatalf("PUT: %d %s", r.StatusCode, raw)
+		}
+		r, raw := call(t, "GET", url, map[string]string{"If-Modified-Since": since}, "")
+		if r.StatusCode != http.StatusOK || !strings.Contains(string(raw), "same-second-2") {
+			t.Errorf("GET If-Modified-Since %s after a second update: %d %s, want 200 with the second update", since, r.StatusCode, raw)
+		}
+		if r, raw := call(t, "PUT", url, map[string]string{"If-Unmodified-Since": since}, body("same-second-3")); r.StatusCode != http.StatusPreconditionFailed {
+			t.Errorf("PUT If-Unmodified-Since %s after an update in its second: %d %s, want 412", since, r.StatusCode, raw)
+		}
+	})
+}
+
+// waitLastModified waits until the product at url has a Last-Modified and
+// returns it. A product seeded or updated a moment ago has none: its date
+// is given out once that second, and one more, are over.
+func waitLastModified(t *testing.T, url string) string {
+	t.Helper()
+	var lm string
+	dbtest.WaitFor(t, "a Last-Modified", func() bool {
+		r, _ := call(t, "GET", url, nil, "")
+		lm = r.Header.Get("Last-Modified")
+		return lm != ""
+	})
+	return lm
 }
