@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -64,6 +66,10 @@ const ipCounted = "ratelimit_ip_counted"
 
 func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slog.Logger, onLimited func(*gin.Context)) gin.HandlerFunc {
 	headers := newRateHeaders(perIP, perKey)
+	refusal := "rate limit exceeded, retry later"
+	if name != "" { // which budget, since the two 429s are otherwise alike
+		refusal = "rate limit exceeded (the " + strings.TrimSuffix(name, ":") + " budget), retry later"
+	}
 	return func(c *gin.Context) {
 		l, bucket := perIP, ""
 		if id := KeyID(c); id != "" && perKey != nil {
@@ -90,17 +96,33 @@ func rateLimit(name string, perIP, perKey *limiter.Limiter, first bool, log *slo
 			c.Next()
 			return
 		}
-		headers.set(c.Writer.Header(), lctx)
+		if h := c.Writer.Header(); lctx.Reached || !leavesFewer(h, lctx.Remaining) {
+			headers.set(h, lctx)
+		}
 		if lctx.Reached {
 			wait := retryWait(l, bucket, lctx)
 			if onLimited != nil {
 				onLimited(c)
 			}
-			Refuse(c, http.StatusTooManyRequests, "rate limit exceeded, retry later", max(wait, time.Second))
+			Refuse(c, http.StatusTooManyRequests, refusal, max(wait, time.Second))
 			return
 		}
 		c.Next()
 	}
+}
+
+// leavesFewer reports whether a limit counted earlier on this request (the
+// per-IP limit, before the order budget) left the client no more requests
+// than remaining: its X-RateLimit-* headers then stay, since they describe
+// the limit that refuses the client first. The order budget's 60 a minute
+// hid a per-IP limit one request from its end.
+func leavesFewer(h http.Header, remaining int64) bool {
+	v := h["X-Ratelimit-Remaining"]
+	if len(v) == 0 {
+		return false
+	}
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	return err == nil && n <= remaining
 }
 
 // retryAtStore is a store that knows when a spent budget has room again

@@ -2,14 +2,18 @@ package middleware_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	limiter "github.com/ulule/limiter/v3"
+	"github.com/ulule/limiter/v3/drivers/store/memory"
 
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 	"github.com/stampede-guard/api/middleware"
@@ -124,6 +128,46 @@ func TestRateLimitCountedRequestAllocates(t *testing.T) {
 			}
 			if w.h.Get("X-RateLimit-Limit") != "1000000000" || w.h.Get("X-RateLimit-Remaining") == "" || w.h.Get("X-RateLimit-Reset") == "" {
 				t.Errorf("headers: %v, want the limit, the remaining count and the reset", w.h)
+			}
+		})
+	}
+}
+
+// TestRateLimitHeadersNameTheTighterLimit: where two limits count one
+// request (the per-IP limit, then the order budget), the X-RateLimit-*
+// headers describe the one that leaves the client fewer requests, so a
+// client reading them is not told 59 left one request before a 429; the
+// 429 describes the limit that refused.
+func TestRateLimitHeadersNameTheTighterLimit(t *testing.T) {
+	tests := []struct {
+		name          string
+		first, second int64    // each limit's requests per minute, in chain order
+		want          []string // each response: status limit/remaining
+	}{
+		{"the first limit is tighter", 3, 60, []string{"200 3/2", "200 3/1", "200 3/0", "429 3/0"}},
+		{"the second limit is tighter", 60, 2, []string{"200 2/1", "200 2/0", "429 2/0"}},
+		{"they meet", 3, 4, []string{"200 3/2", "200 3/1", "200 3/0", "429 3/0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gin.SetMode(gin.TestMode)
+			mem := func(limit int64) *limiter.Limiter {
+				return limiter.New(memory.NewStore(), limiter.Rate{Period: time.Minute, Limit: limit})
+			}
+			e := gin.New()
+			e.Use(middleware.RateLimit(mem(tt.first), dbtest.Logger(t), nil),
+				middleware.RateLimitNamed("order:", mem(tt.second), nil, dbtest.Logger(t), nil))
+			e.GET("/", func(c *gin.Context) { c.Status(http.StatusOK) })
+			for i, want := range tt.want {
+				w := get(e, "")
+				got := fmt.Sprintf("%d %s/%s", w.Code, w.Header().Get("X-RateLimit-Limit"), w.Header().Get("X-RateLimit-Remaining"))
+				if got != want {
+					t.Errorf("response %d: %s, want %s", i, got, want)
+				}
+				byBudget := strings.Contains(w.Body.String(), "order budget")
+				if w.Code == http.StatusTooManyRequests && byBudget != (tt.second < tt.first) {
+					t.Errorf("response %d: the 429 says %s, want the order budget named only when it refused", i, w.Body)
+				}
 			}
 		})
 	}
