@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,7 +38,7 @@ func decodeJSON(c *gin.Context, dst any) error {
 	}
 	// JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset
 	// was read as UTF-8 anyway, and a compressed one as if it were not.
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
 		return &requestError{status: http.StatusUnsupportedMediaType, msg: "JSON bodies are UTF-8: send charset=utf-8 or no charset"}
 	}
 	for _, ce := range c.Request.Header.Values("Content-Encoding") {
@@ -105,13 +106,13 @@ func checkKeys(body []byte, dst any) error {
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return badRequest(fmt.Sprintf("field %q appears more than once", key))
+			return badRequest(fmt.Sprintf("field %s appears more than once", quoteName(key)))
 		}
 		seen[key] = true
 		if !names[key] {
 			for n := range names {
 				if strings.EqualFold(n, key) {
-					return badRequest(fmt.Sprintf("unknown field %q (field names are case-sensitive: %q)", key, n))
+					return badRequest(fmt.Sprintf("unknown field %s (field names are case-sensitive: %q)", quoteName(key), n))
 				}
 			}
 		}
@@ -165,17 +166,40 @@ func jsonError(err error) error {
 	}
 	// DisallowUnknownFields reports `json: unknown field "x"`; pass that
 	// on, and nothing else the decoder may say.
-	if msg := err.Error(); strings.HasPrefix(msg, `json: unknown field "`) {
-		return badRequest(strings.TrimPrefix(msg, "json: "))
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if unquoted, err := strconv.Unquote(name); err == nil {
+			name = unquoted
+		}
+		return badRequest("unknown field " + quoteName(name))
 	}
 	return &requestError{status: http.StatusBadRequest, msg: "request body is not valid JSON", cause: err}
+}
+
+// maxNameEcho bounds how much of a field name an error repeats: a body
+// of one 500 KB key was answered with a 500 KB error.
+const maxNameEcho = 64
+
+// quoteName is a field name as an error quotes it, cut to maxNameEcho
+// bytes (on a rune boundary) with "…" after the quote when cut.
+func quoteName(name string) string {
+	if len(name) <= maxNameEcho {
+		return strconv.Quote(name)
+	}
+	cut := maxNameEcho
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return strconv.Quote(name[:cut]) + "…"
 }
 
 // pathID parses the :id path parameter: a positive integer in canonical
 // form, so one resource has one URL ("+1", "01" and "%2B0001" are not 1).
 func pathID(c *gin.Context) (int64, error) {
 	id, ok := canonicalInt(c.Param("id"))
-	if !ok || id <= 0 {
+	// A percent-encoded digit ("/products/%31") decodes to a canonical id
+	// but is another URL: another CDN entry for the same product. Go keeps
+	// RawPath only when the path was not written the default way.
+	if !ok || id <= 0 || c.Request.URL.RawPath != "" {
 		return 0, badRequest("id must be an integer from 1 to 9223372036854775807 in canonical form (no sign, no leading zeros)")
 	}
 	return id, nil

@@ -112,6 +112,15 @@ func TestDecodeJSON(t *testing.T) {
 		{"key in another case", "application/json", `{"name":"a","Price_Cents":1}`, http.StatusBadRequest, ""},
 		{"key in upper case", "application/json", `{"NAME":"a","price_cents":1}`, http.StatusBadRequest, ""},
 		{"too large", "application/json", `{"name":"` + strings.Repeat("a", MaxBody) + `","price_cents":1}`, http.StatusRequestEntityTooLarge, ""},
+		// An error repeats at most 64 bytes of a field name: one 500 KB key
+		// was a 500 KB answer.
+		{"long unknown field", "application/json", `{"name":"a","price_cents":1,"` + strings.Repeat("x", 500_000) + `":1}`, http.StatusBadRequest, `unknown field \"` + strings.Repeat("x", 64) + `\"…`},
+		{"long unknown field in another case", "application/json", `{"name":"a","price_cents":1,"PRICE_CENTS` + strings.Repeat("x", 100) + `":1}`, http.StatusBadRequest, `\"…`},
+		{"long duplicate field", "application/json", `{"` + strings.Repeat("é", 100) + `":1,"` + strings.Repeat("é", 100) + `":1}`, http.StatusBadRequest, strings.Repeat("é", 32) + `\"…`},
+		{"name of zero width spaces", "application/json", `{"name":"\u200b\u200b","price_cents":1}`, http.StatusBadRequest, "visible"},
+		{"name of a right-to-left override", "application/json", `{"name":"\u202e","price_cents":1}`, http.StatusBadRequest, "visible"},
+		{"name with a zero width space and text", "application/json", `{"name":"a\u200bb","price_cents":1}`, http.StatusCreated, ""},
+		{"name in Arabic", "application/json", `{"name":"مكتب","price_cents":1}`, http.StatusCreated, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,7 +133,10 @@ func TestDecodeJSON(t *testing.T) {
 				t.Errorf("error names an empty field: %s", rec.Body)
 			}
 			if !strings.Contains(rec.Body.String(), tc.msg) {
-				t.Errorf("error %s, want it to say %q", rec.Body, tc.msg)
+				t.Errorf("error %.300s, want it to say %q", rec.Body, tc.msg)
+			}
+			if rec.Body.Len() > 1000 {
+				t.Errorf("a %d-byte error answer, want it short", rec.Body.Len())
 			}
 		})
 	}
@@ -139,6 +151,7 @@ func TestBodyCodingRefused(t *testing.T) {
 		want                        int
 	}{
 		{"charset UTF-8 in capitals", "application/json; charset=UTF-8", "", http.StatusCreated},
+		{"charset utf8, its common alias", "application/json; charset=utf8", "", http.StatusCreated},
 		{"identity coding", "application/json", "identity", http.StatusCreated},
 		{"latin-1", "application/json; charset=latin1", "", http.StatusUnsupportedMediaType},
 		{"utf-16", "application/json; charset=utf-16", "", http.StatusUnsupportedMediaType},
@@ -276,6 +289,7 @@ func TestCanonicalIDs(t *testing.T) {
 		{"/products/+1", http.StatusBadRequest},
 		{"/products/01", http.StatusBadRequest},
 		{"/products/%2B0001", http.StatusBadRequest},
+		{"/products/%31", http.StatusBadRequest}, // "1" percent-encoded: another URL for product 1
 		{"/products/0001", http.StatusBadRequest},
 		{"/products/-1", http.StatusBadRequest},
 		{"/products/0", http.StatusBadRequest},

@@ -80,6 +80,10 @@ func (b productBody) validate() error {
 		return badRequest(fmt.Sprintf("name must be 1 to %d characters", maxNameLen))
 	case !utf8.ValidString(*b.Name) || strings.ContainsFunc(*b.Name, unicode.IsControl):
 		return badRequest("name must be valid UTF-8 text without control characters")
+	case !strings.ContainsFunc(*b.Name, visible):
+		// Only spaces and format characters (U+200B zero width space,
+		// U+202E right-to-left override): a name no one can see or pick.
+		return badRequest("name must have at least one visible character")
 	case *b.PriceCents < 0 || *b.PriceCents > maxPriceCents:
 		return badRequest(fmt.Sprintf("price_cents must be from 0 to %d", int64(maxPriceCents)))
 	case b.Stock != nil && *b.Stock < 0:
@@ -87,6 +91,10 @@ func (b productBody) validate() error {
 	}
 	return nil
 }
+
+// visible reports a character that shows: a letter, mark, number,
+// punctuation or symbol, not a space or an invisible format character.
+func visible(r rune) bool { return unicode.IsGraphic(r) && !unicode.IsSpace(r) }
 
 // readProductBody decodes and validates the body of POST and PUT.
 func readProductBody(c *gin.Context) (productBody, error) {
