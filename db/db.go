@@ -126,6 +126,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	// connection, including ones a future caller forgets to bound.
 	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * cfg.StatementTimeout).Milliseconds(), 10)
+	pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(lockTimeout(cfg.StatementTimeout).Milliseconds(), 10)
 	pc.ConnConfig.RuntimeParams["application_name"] = "stampede-guard/" + cfg.Name
 	applyPooler(pc, cfg.Pooler)
 	pc.ShouldPing = shouldPing
@@ -154,6 +155,17 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	p := &Pool{pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical), fallback: fallback}
 	p.breaker = newBreaker(p)
 	return p, nil
+}
+
+// lockTimeout is the lock_timeout of a pool's sessions: a wait for a row
+// lock (a long transaction holding a product, a flash sale queueing on
+// one) ends just before statement_timeout would, as lock_not_available
+// (55P03): the request's failure (503, nothing written), not the
+// database's. Ended by statement_timeout it read as a server too slow to
+// answer, and one transaction holding one row opened the breaker, which
+// then refused every order on the instance.
+func lockTimeout(statement time.Duration) time.Duration {
+	return max(statement*9/10, time.Millisecond)
 }
 
 // minConnectTimeout is the least time one connect gets, whatever the

@@ -13,6 +13,7 @@ const (
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeOutOfRange           = "22003" // numeric_value_out_of_range
+	codeLockNotAvailable     = "55P03" // lock_timeout fired
 )
 
 func pgCode(err error) string {
@@ -48,6 +49,11 @@ func IsOutOfRange(err error) bool { return pgCode(err) == codeOutOfRange }
 // IsStatementTimeout reports whether the server cancelled the statement
 // because it ran past statement_timeout.
 func IsStatementTimeout(err error) bool { return pgCode(err) == codeQueryCanceled }
+
+// IsLockTimeout reports whether the server gave up waiting for a lock
+// another transaction holds (lock_timeout): that transaction's doing, not
+// an outage, and nothing of this statement was applied.
+func IsLockTimeout(err error) bool { return pgCode(err) == codeLockNotAvailable }
 
 // IsTransient reports whether repeating the same statement may succeed:
 // serialization failures, deadlocks, and connection-level failures that

@@ -126,6 +126,9 @@ func maintenancePool(ctx context.Context, p *Pool) (*pgxpool.Pool, error) {
 	cfg := p.pool.Config()
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(migrationStatementTimeout.Milliseconds(), 10)
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((2 * migrationStatementTimeout).Milliseconds(), 10)
+	// A migration may wait for the locks of requests in flight: only its
+	// statement timeout bounds the wait.
+	delete(cfg.ConnConfig.RuntimeParams, "lock_timeout")
 	// The pool's connect timeout is sized for requests too (a fraction of
 	// the acquire timeout); a start on a busy server must not fail on it.
 	cfg.ConnConfig.ConnectTimeout = max(cfg.ConnConfig.ConnectTimeout, migrationConnectTimeout)

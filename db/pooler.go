@@ -64,6 +64,7 @@ func applyPooler(pc *pgxpool.Config, p Pooler) {
 	}
 	delete(pc.ConnConfig.RuntimeParams, "statement_timeout")
 	delete(pc.ConnConfig.RuntimeParams, "idle_in_transaction_session_timeout")
+	delete(pc.ConnConfig.RuntimeParams, "lock_timeout")
 }
 
 // checkServerTimeout refuses a pooled database without a statement_timeout

@@ -37,6 +37,9 @@ func unavailable(err error, pool drainer) error {
 	case errors.Is(err, db.ErrAcquireTimeout),
 		errors.Is(err, cache.ErrLockTimeout),
 		db.IsTransient(err),
+		// A row lock another transaction held past lock_timeout: nothing
+		// was written, and the holder will let go.
+		db.IsLockTimeout(err),
 		// The database is unreachable, failing or too slow (a connection
 		// refused or reset while the breaker is still closed, a statement
 		// timeout): as temporary as a refusal, so 503 + Retry-After.
