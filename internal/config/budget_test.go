@@ -23,6 +23,12 @@ func TestTimeBudgetDerivesFromWhatIsSet(t *testing.T) {
 		{"statement 6s grows the request", map[string]string{"DB_STATEMENT_TIMEOUT": "6s"}, [6]time.Duration{20 * s, 4 * s, 6 * s, 8 * s, 18 * s, 30 * s}},
 		{"short lock TTL shrinks the statement", map[string]string{"LOCK_TTL": "2s"}, [6]time.Duration{10 * s, 2 * s, 1500 * ms, 2 * s, 9 * s, 15 * s}},
 		{"write timeout caps the request", map[string]string{"HTTP_WRITE_TIMEOUT": "6s"}, [6]time.Duration{4 * s, 800 * ms, 1200 * ms, 1600 * ms, 3600 * ms, 6 * s}},
+		// An answer needs time to be written once its handler is done, on
+		// a loaded host too: half of a 50 ms deadline was 25 ms, and the
+		// server cut answers it still wrote.
+		{"short request keeps a second to write", map[string]string{"REQUEST_TIMEOUT": "50ms"}, [6]time.Duration{50 * ms, 10 * ms, 15 * ms, 20 * ms, 45 * ms, 1050 * ms}},
+		{"request 1s", map[string]string{"REQUEST_TIMEOUT": "1s"}, [6]time.Duration{1 * s, 200 * ms, 300 * ms, 400 * ms, 900 * ms, 2 * s}},
+		{"request 2s: half of it is the margin", map[string]string{"REQUEST_TIMEOUT": "2s"}, [6]time.Duration{2 * s, 400 * ms, 600 * ms, 800 * ms, 1800 * ms, 3 * s}},
 		{"statement set with request", map[string]string{"REQUEST_TIMEOUT": "8s", "DB_STATEMENT_TIMEOUT": "1900ms", "LOCK_TTL": "2s", "LOCK_WAIT": "6s"},
 			[6]time.Duration{8 * s, 1600 * ms, 1900 * ms, 2 * s, 6 * s, 12 * s}},
 	}
