@@ -53,6 +53,12 @@ var followCases = []struct {
 	{"REQUEST_TIMEOUT=30s: shutdown waits for a request's deadline", map[string]string{"REQUEST_TIMEOUT": "30s"}, func(c Config) error {
 		return want("SHUTDOWN_TIMEOUT", c.ShutdownTimeout, 30*time.Second)
 	}},
+	{"CACHE_TTL=30s with HOT_KEY_L1_TTL=20s: the soft TTL fits between them", map[string]string{"CACHE_TTL": "30s", "HOT_KEY_L1_TTL": "20s"}, func(c Config) error {
+		return want("CACHE_SOFT_TTL", c.CacheSoftTTL, 25*time.Second)
+	}},
+	{"CACHE_TTL=30s with HOT_KEY_L1_TTL=20s and L1_TTL=2s: the soft TTL fits above the hot key's", map[string]string{"CACHE_TTL": "30s", "HOT_KEY_L1_TTL": "20s", "L1_TTL": "2s"}, func(c Config) error {
+		return want("CACHE_SOFT_TTL", c.CacheSoftTTL, 25*time.Second)
+	}},
 	{"CACHE_TTL=20s with L1_TTL=15s: the soft TTL fits between them", map[string]string{"CACHE_TTL": "20s", "L1_TTL": "15s"}, func(c Config) error {
 		return want("CACHE_SOFT_TTL", c.CacheSoftTTL, 17500*time.Millisecond)
 	}},

@@ -47,7 +47,7 @@ func readHotKeys(p *envParser, ttls cacheTTLs) HotKeySettings {
 	switch v := p.getenv("HOT_KEY_L1_TTL"); {
 	case ttls.hotL1 < 0: // unset, or malformed (said by readTTLs)
 	case h.L1TTL >= ttls.Soft:
-		p.fail("HOT_KEY_L1_TTL", v, fmt.Sprintf("must be shorter than CACHE_SOFT_TTL (%s): L1 would hide refreshes", ttls.Soft))
+		p.fail("HOT_KEY_L1_TTL", v, fmt.Sprintf("must be shorter than CACHE_SOFT_TTL (%s, %s): L1 would hide refreshes", ttls.Soft, setOrDerived(ttls.softSet)))
 	case h.L1TTL < ttls.L1:
 		p.fail("HOT_KEY_L1_TTL", v, fmt.Sprintf("must be at least L1_TTL (%s): a hot key gets a longer L1, not a shorter one", ttls.L1))
 	}

@@ -39,10 +39,17 @@ func readTTLs(p *envParser) cacheTTLs {
 	}
 	if !t.softSet && t.Soft >= t.Hard {
 		t.Soft = t.Hard / 2
-		if t.l1Set && t.Soft <= t.L1 && t.L1 < t.Hard {
+		// The longest L1 TTL that was set (a hot key's sits above L1_TTL).
+		var l1 time.Duration
+		if t.l1Set {
+			l1 = t.L1
+		}
+		l1 = max(l1, hotL1)
+		if t.Soft <= l1 && l1 < t.Hard {
 			// Halfway between the two that were set: CACHE_TTL=20s with
-			// L1_TTL=15s has room for a soft TTL, just not at 10 s.
-			t.Soft = t.L1 + (t.Hard-t.L1)/2
+			// L1_TTL=15s has room for a soft TTL, just not at 10 s; so has
+			// CACHE_TTL=30s with HOT_KEY_L1_TTL=20s.
+			t.Soft = l1 + (t.Hard-l1)/2
 		}
 	}
 	if !t.l1Set && t.L1 >= t.Soft {
@@ -65,13 +72,16 @@ func atMostTTL(p *envParser, name string, d time.Duration) time.Duration {
 	return d
 }
 
-func (t cacheTTLs) check() []error {
-	origin := func(set bool) string {
-		if set {
-			return "set"
-		}
-		return "derived"
+// setOrDerived says where a value came from, for error messages.
+func setOrDerived(set bool) string {
+	if set {
+		return "set"
 	}
+	return "derived"
+}
+
+func (t cacheTTLs) check() []error {
+	origin := setOrDerived
 	var errs []error
 	if t.Soft >= t.Hard {
 		errs = append(errs, fmt.Errorf("config: CACHE_SOFT_TTL=%s (%s) must be shorter than CACHE_TTL=%s (%s): stale answers need a window before the hard expiry; change one of them",
