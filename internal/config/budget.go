@@ -75,6 +75,11 @@ func (b timeBudget) Load() time.Duration { return b.Acquire + b.Statement }
 // own reads (the cache signing key) ran out of time.
 const minStatement = 5 * time.Millisecond
 
+// minAcquire is the shortest acquire timeout a start accepts: at 1 ns
+// every acquire ran out before it began, and the start failed on its
+// first read with a message about the cache signing key.
+const minAcquire = time.Millisecond
+
 func share(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }
 
 // readBudget reads the six timeouts and derives the unset ones.
@@ -219,6 +224,10 @@ func (b timeBudget) check() []error {
 		}
 		errs = append(errs, fmt.Errorf("config: DB_STATEMENT_TIMEOUT=%s (%s) must be at least %s: PostgreSQL counts it in whole milliseconds (under one it turns the timeout off) and one query's round trip takes about one; %s",
 			b.Statement, b.origin("DB_STATEMENT_TIMEOUT"), minStatement, fix))
+	}
+	if b.Acquire < minAcquire {
+		errs = append(errs, fmt.Errorf("config: DB_ACQUIRE_TIMEOUT=%s (%s) must be at least %s: shorter, a wait for a pool connection ends before it begins and every query is refused",
+			b.Acquire, b.origin("DB_ACQUIRE_TIMEOUT"), minAcquire))
 	}
 	for _, r := range rules {
 		if !r.ok {

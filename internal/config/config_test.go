@@ -44,6 +44,9 @@ var configErrorCases = []struct {
 	{"request shorter than acquire+statement", map[string]string{"REQUEST_TIMEOUT": "1s", "DB_STATEMENT_TIMEOUT": "1s", "DB_ACQUIRE_TIMEOUT": "500ms"}, "REQUEST_TIMEOUT", ""},
 	{"statement timeout under what a query needs", map[string]string{"REQUEST_TIMEOUT": "10ms"}, "DB_STATEMENT_TIMEOUT", "3ms (derived)"},
 	{"statement timeout that would turn into none", map[string]string{"DB_STATEMENT_TIMEOUT": "900us"}, "DB_STATEMENT_TIMEOUT", "900µs (set)"},
+	// At 1 ns every acquire ended before it began: the start failed on a
+	// message about the cache signing key.
+	{"acquire timeout shorter than a hand-over", map[string]string{"DB_ACQUIRE_TIMEOUT": "1ns"}, "DB_ACQUIRE_TIMEOUT=1ns (set)", "at least 1ms"},
 	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s", "REQUEST_TIMEOUT": "5s"}, "LOCK_WAIT", ""},
 	{"statement beyond what the write timeout allows", map[string]string{"DB_STATEMENT_TIMEOUT": "8s", "HTTP_WRITE_TIMEOUT": "5s"}, "capped by HTTP_WRITE_TIMEOUT", ""},
 	{"write timeout inside request", map[string]string{"REQUEST_TIMEOUT": "10s", "HTTP_WRITE_TIMEOUT": "10s"}, "HTTP_WRITE_TIMEOUT", ""},
