@@ -140,6 +140,10 @@ func (d *deps) openCache(ctx context.Context, tr *telemetry.Tracing) error {
 		log.Warn("LOCK_WAIT ends before a dead holder's LOCK_TTL plus one load: waiters give up early (LOCK_WAITER decides what they answer)",
 			"lock_wait", cfg.LockWait, "lock_ttl", cfg.LockTTL, "load", cfg.LoadTimeout)
 	}
+	if cfg.HTTPMaxAgeAsked > 0 {
+		log.Warn("HTTP_MAX_AGE is longer than the cache keeps a product fresh: answers say the cache's max-age, so no copy outlives it",
+			"http_max_age", cfg.HTTPMaxAgeAsked, "max_age", cfg.HTTPCache.MaxAge)
+	}
 	if cfg.HotKeyCopies > 1 && len(cfg.RedisClusterAddrs) == 0 {
 		// Allowed (a test of the copies' path on one server), but spreads
 		// nothing: every copy lands on the one server, costing a write each.

@@ -27,19 +27,23 @@ type Config struct {
 	RedisDB      int // the logical database of REDIS_URL
 	// CacheNamespace prefixes every Redis key, lock, limit counter and
 	// channel ("<ns>:…"), keeping two apps on one Redis server apart.
-	CacheNamespace   string
-	CacheMode        cache.Mode
-	CacheTTL         time.Duration
-	CacheSoftTTL     time.Duration
-	CacheNegTTL      time.Duration
-	LockTTL          time.Duration
-	LockWait         time.Duration
-	LockWatchdog     bool
-	LockWaiter       cache.Waiter // LOCK_WAITER: wait, fail or load
-	DrainDelay       time.Duration
-	L1TTL            time.Duration
-	L1Tracking       bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
-	HTTPCache        handlers.HTTPCache // Cache-Control of product reads
+	CacheNamespace string
+	CacheMode      cache.Mode
+	CacheTTL       time.Duration
+	CacheSoftTTL   time.Duration
+	CacheNegTTL    time.Duration
+	LockTTL        time.Duration
+	LockWait       time.Duration
+	LockWatchdog   bool
+	LockWaiter     cache.Waiter // LOCK_WAITER: wait, fail or load
+	DrainDelay     time.Duration
+	L1TTL          time.Duration
+	L1Tracking     bool               // L1_INVALIDATION=tracking: Redis CLIENT TRACKING, not pub/sub
+	HTTPCache      handlers.HTTPCache // Cache-Control of product reads
+	// HTTPMaxAgeAsked is an HTTP_MAX_AGE set longer than the cache keeps
+	// a product fresh, which HTTPCache.MaxAge is capped to (logged at
+	// start); 0 otherwise.
+	HTTPMaxAgeAsked  time.Duration
 	L1Size           int
 	L1OutageTTL      time.Duration // L1_OUTAGE_TTL: how long a value loaded during a Redis outage is held; 0 = off
 	XFetchBeta       float64
@@ -211,6 +215,12 @@ func (c *Config) derive(p *envParser) (layering []error) {
 		MaxAge:               p.durationOrZero("HTTP_MAX_AGE", maxAge),
 		StaleWhileRevalidate: p.durationOrZero("HTTP_STALE_WHILE_REVALIDATE", swr),
 		StaleIfError:         p.durationOrZero("HTTP_STALE_IF_ERROR", c.CacheTTL),
+	}
+	// A copy downstream never outlives the cache's own (Age makes max-age
+	// − Age the entry's time left): a longer max-age only made a fresh
+	// load say "Age: 31". Capped, and said at start.
+	if c.HTTPCache.MaxAge > maxAge {
+		c.HTTPMaxAgeAsked, c.HTTPCache.MaxAge = c.HTTPCache.MaxAge, maxAge
 	}
 	// A 404 is fresh for as long as the cache keeps it, and never longer
 	// than a product read's max-age, set or derived.

@@ -62,6 +62,15 @@ var followCases = []struct {
 	{"CACHE_TTL=20s with L1_TTL=15s: the soft TTL fits between them", map[string]string{"CACHE_TTL": "20s", "L1_TTL": "15s"}, func(c Config) error {
 		return want("CACHE_SOFT_TTL", c.CacheSoftTTL, 17500*time.Millisecond)
 	}},
+	{"HTTP_MAX_AGE=60s: capped at the soft TTL a copy cannot outlive", map[string]string{"HTTP_MAX_AGE": "60s"}, func(c Config) error {
+		if c.HTTPMaxAgeAsked != time.Minute {
+			return fmt.Errorf("HTTPMaxAgeAsked %v, want 1m (logged at start)", c.HTTPMaxAgeAsked)
+		}
+		return want("max-age", c.HTTPCache.MaxAge, 30*time.Second)
+	}},
+	{"HTTP_MAX_AGE=60s in lock mode: capped at CACHE_TTL", map[string]string{"HTTP_MAX_AGE": "60s", "CACHE_MODE": "lock", "CACHE_TTL": "30s"}, func(c Config) error {
+		return want("max-age", c.HTTPCache.MaxAge, 30*time.Second)
+	}},
 	{"HTTP_MAX_AGE=0: a 404 is not fresher than a product", map[string]string{"HTTP_MAX_AGE": "0"}, func(c Config) error {
 		return want("404 max-age", c.HTTPCache.NotFoundMaxAge, 0)
 	}},
