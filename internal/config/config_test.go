@@ -47,6 +47,8 @@ var configErrorCases = []struct {
 	// At 1 ns every acquire ended before it began: the start failed on a
 	// message about the cache signing key.
 	{"acquire timeout shorter than a hand-over", map[string]string{"DB_ACQUIRE_TIMEOUT": "1ns"}, "DB_ACQUIRE_TIMEOUT=1ns (set)", "at least 1ms"},
+	// The empty choice (unset) was listed as a blank: "one of , otlp, none".
+	{"traces exporter unknown", map[string]string{"OTEL_TRACES_EXPORTER": "jaeger"}, "OTEL_TRACES_EXPORTER", "must be one of otlp, none, or unset"},
 	{"lock wait outlives request", map[string]string{"LOCK_WAIT": "10s", "REQUEST_TIMEOUT": "5s"}, "LOCK_WAIT", ""},
 	{"statement beyond what the write timeout allows", map[string]string{"DB_STATEMENT_TIMEOUT": "8s", "HTTP_WRITE_TIMEOUT": "5s"}, "capped by HTTP_WRITE_TIMEOUT", ""},
 	{"write timeout inside request", map[string]string{"REQUEST_TIMEOUT": "10s", "HTTP_WRITE_TIMEOUT": "10s"}, "HTTP_WRITE_TIMEOUT", ""},

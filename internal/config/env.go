@@ -117,7 +117,17 @@ func (p *envParser) oneOf(name, def string, allowed ...string) string {
 			return v
 		}
 	}
-	p.fail(name, v, "must be one of "+strings.Join(allowed, ", "))
+	var named []string // "" is allowed as leaving it unset, not a value to name
+	for _, a := range allowed {
+		if a != "" {
+			named = append(named, a)
+		}
+	}
+	msg := "must be one of " + strings.Join(named, ", ")
+	if len(named) < len(allowed) {
+		msg += ", or unset"
+	}
+	p.fail(name, v, msg)
 	return def
 }
 
