@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,16 +111,7 @@ func notModified(r *http.Request, etag string, updated, now time.Time) bool {
 	// Read by map index: the keys are canonical already, and Get would
 	// check that again on every product read.
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 {
-		// Header lines of one field form one list (RFC 9110 §5.3).
-		for _, line := range inm {
-			for _, t := range splitETags(line) {
-				// If-None-Match uses the weak comparison: W/ is ignored.
-				if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-					return true
-				}
-			}
-		}
-		return false
+		return linesName(inm, etag, weak) // If-None-Match compares weakly
 	}
 	v := first(r.Header["If-Modified-Since"])
 	if v == "" || !dateValidates(updated, now) {
@@ -158,14 +148,7 @@ func dateValidates(updated, now time.Time) bool {
 // 412, not the other version. False when neither header is sent.
 func readPreconditionFailed(r *http.Request, etag string, updated, now time.Time) bool {
 	if im := r.Header["If-Match"]; len(im) > 0 {
-		for _, line := range im {
-			for _, t := range splitETags(line) {
-				if t == "*" || t == etag { // strong comparison
-					return false
-				}
-			}
-		}
-		return true
+		return !linesName(im, etag, strong)
 	}
 	return !unmodifiedSince(r, updated, now)
 }
@@ -222,11 +205,8 @@ func ifMatch(r *http.Request) (func(current repo.Product) bool, error) {
 		return nil, badRequest(`If-Match must be "*" or a list of ETags`)
 	}
 	return func(current repo.Product) bool {
-		if slices.Contains(tags, "*") {
-			return true
-		}
 		_, etag := productJSON(current)
-		return slices.Contains(tags, etag)
+		return names(tags, etag, strong)
 	}, nil
 }
 
@@ -246,12 +226,7 @@ func ifNoneMatch(r *http.Request) (func(current repo.Product) bool, error) {
 	}
 	return func(current repo.Product) bool {
 		_, etag := productJSON(current)
-		for _, t := range tags {
-			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-				return false
-			}
-		}
-		return true
+		return !names(tags, etag, weak)
 	}, nil
 }
 
@@ -304,6 +279,38 @@ func preconditionError(r *http.Request, err error) error {
 			"(or within the last two seconds, which a date cannot tell apart); nothing was changed: GET it again"}
 	}
 	return err
+}
+
+// The two comparisons of entity tags (RFC 9110 §8.8.3.2): If-Match is
+// strong (a weak tag never matches), If-None-Match weak (W/ is ignored).
+const (
+	strong = false
+	weak   = true
+)
+
+// names reports whether tags hold "*" or name etag, compared strongly or
+// weakly (the current ETag is always strong).
+func names(tags []string, etag string, weakly bool) bool {
+	for _, t := range tags {
+		if weakly {
+			t = strings.TrimPrefix(t, "W/")
+		}
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// linesName is names over a header's lines, which form one list (RFC
+// 9110 §5.3).
+func linesName(lines []string, etag string, weakly bool) bool {
+	for _, line := range lines {
+		if names(splitETags(line), etag, weakly) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitETags splits a comma-separated list of entity tags. A comma can
