@@ -102,7 +102,7 @@ func (m *Metrics) Refusals() map[string]int64 {
 var (
 	descCacheResults = prometheus.NewDesc("stampede_cache_results_total",
 		"Cache lookups by result: hit (Redis), l1_hit, miss (waited for a load), stale (served while refreshing), negative (cached not-found).", []string{"result"}, nil)
-	descLoads       = prometheus.NewDesc("stampede_cache_loads_total", "Loads from the database started by the cache.", nil, nil)
+	descLoads       = prometheus.NewDesc("stampede_cache_loads_total", "Loads from the database the cache started, one per key per single-flight; a load the pool then refuses (stampede_db_pool_refused_total) counts too, so this is not a count of queries.", nil, nil)
 	descLoadErrors  = prometheus.NewDesc("stampede_cache_load_errors_total", "Loads that failed.", nil, nil)
 	descShared      = prometheus.NewDesc("stampede_singleflight_shared_total", "Callers that shared another caller's in-flight load.", nil, nil)
 	descLock        = prometheus.NewDesc("stampede_lock_events_total", "Redis lock events: acquired, contended, wait_timeout, lost_during_load.", []string{"event"}, nil)
