@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/stampede-guard/api/cache/internal/redislock"
+	"github.com/stampede-guard/api/internal/loglimit"
 	"github.com/stampede-guard/api/internal/redisconn"
 )
 
@@ -81,7 +82,7 @@ type Cache struct {
 	// when this one tried, with when to try again (Config.RefreshRetry).
 	elsewhere *lru.Cache[string, time.Time]
 	copyMemo  *lru.Cache[string, []int] // copy numbers per key (slots.go); nil without copies
-	outage    outageLog                 // rate limit of the per-request outage warnings
+	outage    loglimit.PerSecond        // rate limit of the per-request outage warnings
 	corrupt   sync.Map                  // keys whose corrupt value was already logged
 	static    map[string]bool           // Config.Static, namespaced; read-only after New
 	floors    *floors                   // per-key version floors; nil without Config.Version

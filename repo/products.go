@@ -14,6 +14,7 @@ import (
 
 	"github.com/stampede-guard/api/cache"
 	"github.com/stampede-guard/api/db"
+	"github.com/stampede-guard/api/internal/loglimit"
 )
 
 // Products reads and writes products. Reads of one product go through the
@@ -26,6 +27,9 @@ type Products struct {
 	reads   readCounter  // nil: reads not counted (CountReads)
 	seen    verified     // payloads already verified, so a hot read skips decoding
 	refused atomic.Int64 // cached payloads that failed verification (RefusedEntries)
+	// lostInvalidations keeps "invalidation failed" to a line a second:
+	// while Redis is away every write would log one.
+	lostInvalidations loglimit.PerSecond
 }
 
 // NewProducts wires the products repository.

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/stampede-guard/api/cache"
@@ -26,7 +27,7 @@ func (p *Products) refresh(ctx context.Context, id int64, query string) {
 	defer cancel()
 	key := Key(id)
 	if err := p.cache.Invalidate(ctx, key); err != nil {
-		p.log.Error("invalidation failed: tried again until Redis takes it; other instances may serve the old entry until then", "product", id, "err", err)
+		p.lostInvalidations.Log(p.log, slog.LevelError, "invalidation failed: tried again until Redis takes it; other instances may serve the old entry until then", "product", id, "err", err)
 		return
 	}
 	err := p.cache.Reload(ctx, key, func(ctx context.Context) ([]byte, error) { return p.loadBy(ctx, id, query) })

@@ -1,7 +1,11 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +95,52 @@ func TestWriteThroughWithRedisDownOrSlow(t *testing.T) {
 			t.Logf("update with Redis %s answered in %s", tt.name, took.Round(time.Millisecond))
 		})
 	}
+}
+
+// TestFailedInvalidationsLogOnceASecond: while Redis is away every write's
+// invalidation fails, and each is kept to be tried again; the log gets one
+// line a second of it, saying how many were left out, not one per write
+// (5 342 lines in 23 s in a black-box run with 5 % writes).
+func TestFailedInvalidationsLogOnceASecond(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t, "repo", db.Config{})
+	link := dbtest.NewProxy(t, dbtest.RedisAddr())
+	link.SetDown(true)
+	rdb := redis.NewClient(&redis.Options{Addr: link.Addr(), DB: redisDB, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var logs lineBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	c := cache.New(context.Background(), rdb, cache.Config{Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: dbtest.Namespace(t, redisDB)}, log)
+	t.Cleanup(c.Close)
+	t.Cleanup(func() { link.SetDown(false) }) // before the cache's Close
+	products := repo.NewProducts(pool, c, log)
+	const writes = 40
+	start := time.Now()
+	for i := range writes {
+		if _, err := products.Update(testCtx(t), 7, repo.ProductUpdate{Name: "renamed", PriceCents: int64(100 + i)}); err != nil {
+			t.Fatalf("update %d with Redis down: %v", i, err)
+		}
+	}
+	seconds := int(time.Since(start)/time.Second) + 1
+	if n := logs.count("invalidation failed"); n == 0 || n > seconds+1 {
+		t.Errorf("%d \"invalidation failed\" lines for %d writes in %d s, want 1 to %d", n, writes, seconds, seconds+1)
+	}
+}
+
+// lineBuffer is a log sink safe for concurrent writers.
+type lineBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lineBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
 }
