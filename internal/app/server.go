@@ -30,7 +30,7 @@ type httpServer struct {
 // the /metrics handler on the API port, or nil when METRICS_ADDR serves it.
 func newServer(d *deps, m *telemetry.Metrics, publicMetrics http.Handler, trace gin.HandlerFunc, access *middleware.AccessLog) (*httpServer, error) {
 	cfg, log := d.cfg, d.log
-	health := handlers.NewHealth(time.Second, log,
+	health := handlers.NewHealth(readyChecks, log,
 		handlers.Check{Name: "postgres", Ping: d.mainPool.Ping},
 		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() }},
 		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(d.mainPool.Breaker)},
@@ -62,6 +62,14 @@ func newServer(d *deps, m *telemetry.Metrics, publicMetrics http.Handler, trace 
 	handlers.RegisterOpenAPI(engine)
 	return s, nil
 }
+
+// readyChecks bounds each dependency check of /readyz. A check only fills
+// the body (readiness never depends on it), so it must end well within the
+// shortest probe timeout a load balancer gives /readyz (1 s in
+// deploy/k8s): at a whole second, a stalled Redis or PostgreSQL made every
+// probe time out, and two in a row took the instance, and with a shared
+// stall the fleet, out of rotation.
+const readyChecks = 300 * time.Millisecond
 
 // traceRequests is the server span of each request (the route as its
 // name), continuing a caller's W3C trace context; nil when tracing is off.

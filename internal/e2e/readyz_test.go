@@ -98,3 +98,43 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// probeTimeout is the shortest readiness probe timeout the deploy files
+// set (deploy/k8s/deployment.yaml: timeoutSeconds 1).
+const probeTimeout = time.Second
+
+// TestReadyzAnswersWithinTheProbeTimeout: with Redis and PostgreSQL
+// stalled (connections open, nothing answered), /readyz still answers 200
+// well within the probe's timeout, naming both as timed out. At the probe's
+// timeout it counted as failed: two in a row took the instance, and with a
+// shared stall the whole fleet, out of rotation, the ejection readiness
+// exists to avoid.
+func TestReadyzAnswersWithinTheProbeTimeout(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t, nil)
+	redisLink, pgLink := proxyRedis(t, env), proxyDatabase(t, env)
+	a := launchApp(t, env)
+	base := a.waitListening()
+	defer func() { redisLink.SetDelay(0); pgLink.SetDelay(0) }() // before the app's shutdown
+
+	redisLink.SetDelay(5 * time.Second)
+	pgLink.SetDelay(5 * time.Second)
+	for i := range 3 {
+		start := time.Now()
+		resp, body, err := send(http.MethodGet, base+"/readyz", nil, "")
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("/readyz %d with both stalled: %v", i, err)
+		}
+		t.Logf("/readyz %d with both stalled: %d in %s: %s", i, resp.StatusCode, took.Round(time.Millisecond), body)
+		if resp.StatusCode != http.StatusOK || took >= probeTimeout-100*time.Millisecond {
+			t.Errorf("/readyz %d with both stalled: %d in %s, want 200 well within the probe timeout (%s)", i, resp.StatusCode, took.Round(time.Millisecond), probeTimeout)
+		}
+		checks, _ := decodeObject(t, body)["checks"].(map[string]any)
+		for _, name := range []string{"redis", "postgres"} {
+			if checks[name] != "timeout" {
+				t.Errorf("/readyz %d: checks.%s = %v, want timeout (body %s)", i, name, checks[name], body)
+			}
+		}
+	}
+}
