@@ -25,8 +25,8 @@ var mayImport = map[string][]string{
 	"internal/app":             {"*"}, // the composition root
 	"handlers":                 {"repo", "middleware"},
 	"middleware":               {},
-	"repo":                     {"cache", "db"},
-	"cache":                    {"cache/internal/redislock", "internal/redisconn", "internal/retryhint"},
+	"repo":                     {"cache", "db", "internal/loglimit"},
+	"cache":                    {"cache/internal/redislock", "internal/loglimit", "internal/redisconn", "internal/retryhint"},
 	"cache/internal/redislock": {},
 	"db":                       {"internal/breaker", "internal/retryhint"},
 	"migrations":               {},
@@ -38,6 +38,7 @@ var mayImport = map[string][]string{
 	"internal/console":         {},
 	"internal/hotkeys":         {},
 	"internal/logbuf":          {},
+	"internal/loglimit":        {},
 	"internal/redisconn":       {"internal/breaker"},
 	"internal/retryhint":       {},
 	"internal/server":          {},
