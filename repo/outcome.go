@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -52,20 +53,37 @@ func writeFailed(err error) error {
 // inTx runs fn in a transaction on conn and commits it. A failure inside
 // fn rolls the transaction back, which is a definite failure however it
 // happened; only the COMMIT's can leave the outcome unknown (lastStep).
+// So a COMMIT is not sent when the request's deadline leaves less than
+// commitRoom(BEGIN's round trip): its answer could not come back in time,
+// and the client would get "may or may not have been applied" (504) for a
+// write that most likely committed. Rolled back instead, it is a definite
+// 503: nothing written, retry.
 func inTx(ctx context.Context, conn db.Conn, fn func(pgx.Tx) error) error {
-	committing := false
-	err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		committing = true // BeginTxFunc's COMMIT comes next
-		return nil
-	})
-	if committing {
-		return lastStep(err)
+	start := time.Now()
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return notApplied(err)
 	}
-	return notApplied(err) // rolled back, however it failed
+	roundTrip := time.Since(start)
+	// After a COMMIT this is a no-op; after a failure (or a panic) it ends
+	// the transaction, as pgx.BeginTxFunc does.
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := fn(tx); err != nil {
+		return notApplied(err) // rolled back, however it failed
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); left < commitRoom(roundTrip) {
+			return notApplied(fmt.Errorf("not committed: %s left of the request's deadline, a round trip takes %s: %w",
+				left.Round(time.Millisecond), roundTrip.Round(time.Millisecond), context.DeadlineExceeded))
+		}
+	}
+	return lastStep(tx.Commit(ctx))
 }
+
+// commitRoom is how much of its deadline a COMMIT needs: its round trip
+// (measured on the BEGIN of the same transaction) and half as much again
+// for the flush to disk and the link's jitter.
+func commitRoom(roundTrip time.Duration) time.Duration { return roundTrip * 3 / 2 }
 
 // answered reports whether err is the database's answer about the request
 // itself (not enough stock, no such product, a reused key, a bad value),
