@@ -88,17 +88,17 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		// write, and this one may already be applied. A 504 is retried only
 		// where a retry is safe (PUT without stock_adjustment, an order with
 		// its Idempotency-Key).
-		logs.refusals.Warn("write outcome unknown", "path", c.FullPath(), "err", err)
+		logs.refusals.Warn("write outcome unknown", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", err)
 		msg := "the database did not confirm the write: it may or may not have been applied; check before sending it again"
 		if strings.HasPrefix(c.FullPath(), "/orders") {
 			msg += " (an order sent again with the same Idempotency-Key is never placed twice)"
 		}
 		abort(c, http.StatusGatewayTimeout, msg)
 	case errors.Is(err, repo.ErrUnavailable):
-		logs.refusals.Warn("unavailable", "path", c.FullPath(), "err", err)
+		logs.refusals.Warn("unavailable", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", err)
 		middleware.Refuse(c, http.StatusServiceUnavailable, "temporarily unavailable, retry later", repo.RetryAfter(err))
 	case errors.Is(err, context.DeadlineExceeded):
-		logs.refusals.Warn("request deadline exceeded", "path", c.FullPath(), "err", err)
+		logs.refusals.Warn("request deadline exceeded", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", err)
 		abort(c, http.StatusGatewayTimeout, "the request took too long")
 	case errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil:
 		// The client went away, and nobody reads this answer; or a
@@ -106,7 +106,7 @@ func writeError(c *gin.Context, logs errorLog, err error) {
 		// may send it again, to another instance.
 		middleware.Refuse(c, http.StatusServiceUnavailable, "request cancelled: the client left or the server is stopping; retry", time.Second)
 	default:
-		logs.log.Error("internal error", "path", c.FullPath(), "err", err)
+		logs.log.Error("internal error", "path", c.FullPath(), "request_id", middleware.RequestID(c), "err", err)
 		abort(c, http.StatusInternalServerError, "internal error")
 	}
 }

@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,27 +19,45 @@ import (
 	"github.com/stampede-guard/api/repo"
 )
 
-// TestBadRequestLogNamesTheRequest: the log line of a body that could not
-// be read carries the request's id, the one its access line and its
-// response carry.
-func TestBadRequestLogNamesTheRequest(t *testing.T) {
+// TestErrorLogsNameTheRequest: the log line of every failed request (a
+// body that could not be read, a refusal, a deadline, an unknown outcome,
+// an internal error) carries the request's id, the one its access line and
+// its response carry, so the reason can be matched to the request.
+func TestErrorLogsNameTheRequest(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	var logs bytes.Buffer
-	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	r := gin.New()
-	r.Use(middleware.RequestLog(middleware.NewAccessLog(io.Discard, slog.LevelInfo)))
-	Register(r, NewProducts(fakeProducts{}, HTTPCache{}, log), NewOrders(nil, 0, log), NewReports(nil, log),
-		NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
-	req := httptest.NewRequest(http.MethodPost, "/products", errBody{})
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-ID", "req-42")
-	rec := httptest.NewRecorder()
-	r.ServeHTTP(rec, req)
-	if rec.Code != http.StatusBadRequest {
-		t.Fatalf("status %d, want 400 (body %s)", rec.Code, rec.Body)
+	tests := []struct {
+		name, method, path string
+		body               io.Reader
+		err                error // what the repository answers
+		status             int
+		msg                string
+	}{
+		{"bad request", http.MethodPost, "/products", errBody{}, nil, http.StatusBadRequest, "bad request"},
+		{"unavailable", http.MethodGet, "/products/1", nil, &repo.UnavailableError{RetryAfter: time.Second, Cause: errors.New("shed")}, http.StatusServiceUnavailable, "unavailable"},
+		{"deadline", http.MethodGet, "/products/1", nil, fmt.Errorf("q: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, "request deadline exceeded"},
+		{"outcome unknown", http.MethodPut, "/products/1", strings.NewReader(`{"name":"p","price_cents":5}`), fmt.Errorf("u: %w", repo.ErrOutcomeUnknown), http.StatusGatewayTimeout, "write outcome unknown"},
+		{"internal", http.MethodGet, "/products/1", nil, errors.New("a bug"), http.StatusInternalServerError, "internal error"},
 	}
-	if !strings.Contains(logs.String(), `"msg":"bad request"`) || !strings.Contains(logs.String(), `"request_id":"req-42"`) {
-		t.Errorf("log %q: want a bad request line with request_id req-42", logs.String())
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&logs, nil))
+			r := gin.New()
+			r.Use(middleware.RequestLog(middleware.NewAccessLog(io.Discard, slog.LevelInfo)))
+			Register(r, NewProducts(fakeProducts{err: tc.err}, HTTPCache{}, log), NewOrders(nil, 0, log), NewReports(nil, log),
+				NewHealth(time.Second, nil), http.NotFoundHandler(), Classes{Authorize: allowAll})
+			req := httptest.NewRequest(tc.method, tc.path, tc.body)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Request-ID", "req-42")
+			rec := httptest.NewRecorder()
+			r.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d (body %s)", rec.Code, tc.status, rec.Body)
+			}
+			if !strings.Contains(logs.String(), `"msg":"`+tc.msg+`"`) || !strings.Contains(logs.String(), `"request_id":"req-42"`) {
+				t.Errorf("log %q: want a %q line with request_id req-42", logs.String(), tc.msg)
+			}
+		})
 	}
 }
 
