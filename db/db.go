@@ -186,9 +186,10 @@ func connectTimeout(acquire time.Duration) time.Duration {
 	return max(acquire*3/4, minConnectTimeout)
 }
 
-// pingAttempts bounds how often Open tries to reach the server: about three
-// seconds of backoff, enough for a server that is still starting or a
-// machine too loaded to finish a handshake within the connect timeout.
+// pingAttempts bounds how often Open tries to reach the server: 1.5 s of
+// backoff between five attempts (100 ms doubling), enough for a server that
+// is still starting or a machine too loaded to finish a handshake within
+// the connect timeout.
 const pingAttempts = 5
 
 // maxPingBackoff caps the wait between attempts of an Open that waits for

@@ -98,6 +98,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen %s (HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
+	// Said at once: the start may wait long for its database, and a log
+	// silent until "listening" reads as a port not yet open.
+	log.Info("port bound: starting, every route but /healthz answers 503 until ready", "addr", ln.Addr().String())
 	handler := newSwapHandler(handlers.Starting())
 	// WriteTimeout lies outside REQUEST_TIMEOUT (checked at start).
 	srv := server.New(handler, cfg.WriteTimeout, slog.NewLogLogger(log.Handler(), slog.LevelWarn))

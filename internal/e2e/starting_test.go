@@ -160,7 +160,7 @@ func TestStartWaitsForTheDatabase(t *testing.T) {
 	a := launchApp(t, env)
 	base := "http://" + env["HTTP_ADDR"]
 
-	// Past the start's first attempts (about 3 s), and two warnings.
+	// Past the start's first five attempts (1.5 s of back-off), and two warnings.
 	if !dbtest.Eventually(20*time.Second, func() bool {
 		return len(a.logs.records("database not reachable yet: waiting for it; /readyz answers 503 until then")) >= 2
 	}) {
@@ -170,6 +170,11 @@ func TestStartWaitsForTheDatabase(t *testing.T) {
 	case <-a.exited:
 		t.Fatalf("run returned %v with the database down, want it to wait", a.err)
 	default:
+	}
+	// The log says the port is open before it waits: silent until
+	// "listening", it read as a port not yet bound.
+	if recs := a.logs.records("port bound: starting, every route but /healthz answers 503 until ready"); len(recs) != 1 || recs[0]["addr"] != env["HTTP_ADDR"] {
+		t.Errorf("port-bound lines while waiting for the database: %v, want one naming %s", recs, env["HTTP_ADDR"])
 	}
 	for path, want := range map[string]int{"/healthz": http.StatusOK, "/readyz": http.StatusServiceUnavailable} {
 		if resp, _, err := send(http.MethodGet, base+path, nil, ""); err != nil || resp.StatusCode != want {
