@@ -1,11 +1,8 @@
 package cache_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,24 +13,6 @@ import (
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
 // TestOutageWarningsAreRateLimited: with Redis unreachable every request
 // takes the degraded path, but the log gets at most one line a second of
 // it, not one per request.
@@ -43,7 +22,7 @@ func TestOutageWarningsAreRateLimited(t *testing.T) {
 	link.SetDown(true)
 	rdb := redis.NewClient(&redis.Options{Addr: link.Addr(), DB: redisDB, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	var logs lockedBuffer
+	var logs dbtest.LogBuffer
 	c := cache.New(context.Background(), rdb, cache.Config{Mode: cache.ModeLock}, slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(c.Close)
 	var loads atomic.Int64
@@ -54,7 +33,7 @@ func TestOutageWarningsAreRateLimited(t *testing.T) {
 		}
 	}
 	seconds := int(time.Since(start)/time.Second) + 1
-	if n := logs.count("cache: redis read failed"); n == 0 || n > seconds+1 {
+	if n := logs.Count("cache: redis read failed"); n == 0 || n > seconds+1 {
 		t.Errorf("%d outage lines for 100 requests in %d s, want 1 to %d", n, seconds, seconds+1)
 	}
 }

@@ -1,11 +1,8 @@
 package repo_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,7 +105,7 @@ func TestFailedInvalidationsLogOnceASecond(t *testing.T) {
 	link.SetDown(true)
 	rdb := redis.NewClient(&redis.Options{Addr: link.Addr(), DB: redisDB, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	var logs lineBuffer
+	var logs dbtest.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	c := cache.New(context.Background(), rdb, cache.Config{Mode: cache.ModeLock, Channel: "inv:" + dbtest.Unique(), Namespace: dbtest.Namespace(t, redisDB)}, log)
 	t.Cleanup(c.Close)
@@ -122,25 +119,7 @@ func TestFailedInvalidationsLogOnceASecond(t *testing.T) {
 		}
 	}
 	seconds := int(time.Since(start)/time.Second) + 1
-	if n := logs.count("invalidation failed"); n == 0 || n > seconds+1 {
+	if n := logs.Count("invalidation failed"); n == 0 || n > seconds+1 {
 		t.Errorf("%d \"invalidation failed\" lines for %d writes in %d s, want 1 to %d", n, writes, seconds, seconds+1)
 	}
-}
-
-// lineBuffer is a log sink safe for concurrent writers.
-type lineBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lineBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lineBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
 }
