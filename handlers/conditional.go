@@ -94,18 +94,29 @@ func first(values []string) string {
 // matches, as RFC 9110 §13.1.1 requires. nil when the header is absent (an
 // unconditional write).
 func ifMatch(r *http.Request) (func(current repo.Product) bool, error) {
-	v := r.Header.Values("If-Match")
-	if len(v) == 0 {
-		return nil, nil
-	}
-	tags := splitETags(strings.Join(v, ","))
-	if len(tags) == 0 {
-		return nil, badRequest(`If-Match must be "*" or a list of ETags`)
+	tags, err := tagList(r, "If-Match")
+	if tags == nil {
+		return nil, err
 	}
 	return func(current repo.Product) bool {
 		_, etag := productJSON(current)
 		return names(tags, etag, strong)
 	}, nil
+}
+
+// tagList reads a write's conditional header as one list of entity tags
+// over all its lines (RFC 9110 §5.3): nil when the header is absent, and a
+// 400 when it holds no tag.
+func tagList(r *http.Request, name string) ([]string, error) {
+	v := r.Header.Values(name)
+	if len(v) == 0 {
+		return nil, nil
+	}
+	tags := splitETags(strings.Join(v, ","))
+	if len(tags) == 0 {
+		return nil, badRequest(name + ` must be "*" or a list of ETags`)
+	}
+	return tags, nil
 }
 
 // ifNoneMatch returns the precondition of a write from its If-None-Match
@@ -114,13 +125,9 @@ func ifMatch(r *http.Request) (func(current repo.Product) bool, error) {
 // a PUT with "If-None-Match: *" never overwrites. nil when the header is
 // absent.
 func ifNoneMatch(r *http.Request) (func(current repo.Product) bool, error) {
-	v := r.Header.Values("If-None-Match")
-	if len(v) == 0 {
-		return nil, nil
-	}
-	tags := splitETags(strings.Join(v, ","))
-	if len(tags) == 0 {
-		return nil, badRequest(`If-None-Match must be "*" or a list of ETags`)
+	tags, err := tagList(r, "If-None-Match")
+	if tags == nil {
+		return nil, err
 	}
 	return func(current repo.Product) bool {
 		_, etag := productJSON(current)
