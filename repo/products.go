@@ -61,16 +61,6 @@ func (f Freshness) Hit() bool { return f.Status == cache.Hit }
 // Stale reports an answer past its soft expiry, served while it refreshes.
 func (f Freshness) Stale() bool { return f.Status == cache.Stale }
 
-// The cache refresh after a write takes at most writeThroughTimeout, and
-// no longer than the request's deadline allows (writeThroughContext): a
-// hung Redis must not hold the answer of a write that committed until the
-// server's write timeout cuts it. writeThroughFloor is what it gets when
-// the write itself used the budget up.
-const (
-	writeThroughTimeout = 2 * time.Second
-	writeThroughFloor   = 50 * time.Millisecond
-)
-
 // Key is the Redis key of product id. The id is a hash tag, so the entry and
 // its lock share a Redis Cluster slot.
 func Key(id int64) string { return KeyPrefix + "{" + strconv.FormatInt(id, 10) + "}" }
@@ -191,93 +181,6 @@ func (p *Products) List(ctx context.Context, after int64, limit int) (Page, erro
 	return page, nil
 }
 
-// Create inserts a product and writes it through to the cache, replacing a
-// negative entry that a read of the not-yet-existing id may have left.
-func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
-	var pr Product
-	err := p.write(ctx, func(conn db.Conn) error {
-		// The INSERT commits itself: it is the write's last step. It goes
-		// in one round trip (QueryExecModeExec): a separate prepare step
-		// that failed would read as the INSERT's own unknown outcome.
-		return lastStep(conn.QueryRow(ctx,
-			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
-			 RETURNING `+productColumns, pgx.QueryExecModeExec, in.Name, in.PriceCents, in.Stock,
-		).Scan(pr.fields()...))
-	})
-	if err != nil {
-		return Product{}, unavailable(fmt.Errorf("create product: %w", err), p.pool)
-	}
-	if p.known != nil {
-		p.known.add(pr.ID)
-	}
-	p.writeThrough(ctx, pr.ID)
-	return pr.inUTC(), nil
-}
-
-// Update replaces a product's name and price (and adjusts its stock, if
-// asked), then refreshes the cached entry on every instance. With
-// in.Precondition the row is locked, the precondition checked and the
-// update made in one transaction, so of two editors holding the same
-// version exactly one wins. updated_at moves strictly forward, even when a transaction that
-// started earlier commits later: it is the cached entry's version
-// (EntryVersion), below which an entry is refused as a replay.
-func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
-	var pr Product
-	err := p.write(ctx, func(conn db.Conn) error {
-		return inTx(ctx, conn, func(tx pgx.Tx) error {
-			if in.Precondition != nil {
-				if err := checkPrecondition(ctx, tx, id, in.Precondition); err != nil {
-					return err
-				}
-			}
-			return tx.QueryRow(ctx,
-				`UPDATE products SET name = $2, price_cents = $3, stock = stock + COALESCE($4, 0),
-				     updated_at = GREATEST(now(), updated_at + interval '1 microsecond')
-				 WHERE id = $1 RETURNING `+productColumns, id, in.Name, in.PriceCents, in.StockDelta,
-			).Scan(pr.fields()...)
-		})
-	})
-	switch {
-	case errors.Is(err, ErrPreconditionFailed):
-		return Product{}, fmt.Errorf("update product %d: %w", id, err)
-	case errors.Is(err, ErrOutcomeUnknown):
-		// It may have committed, or may still be committing: refresh the
-		// entry from what settles (selectSettled waits for the row's
-		// lock), or a read back — what the 504 advises — would show the
-		// old row, and a retried stock adjustment would apply twice.
-		p.refresh(ctx, id, selectSettled)
-		return Product{}, fmt.Errorf("update product %d: %w", id, err)
-	case errors.Is(err, pgx.ErrNoRows):
-		return Product{}, fmt.Errorf("update product %d: %w", id, ErrNotFound)
-	case db.IsCheckViolation(err, "products_stock_check"):
-		return Product{}, fmt.Errorf("update product %d: stock adjustment %d: %w", id, *in.StockDelta, ErrOutOfStock)
-	case in.StockDelta != nil && db.IsOutOfRange(err):
-		return Product{}, fmt.Errorf("update product %d: stock adjustment %d: %w", id, *in.StockDelta, ErrStockOverflow)
-	case err != nil:
-		return Product{}, unavailable(fmt.Errorf("update product %d: %w", id, err), p.pool)
-	}
-	p.writeThrough(ctx, pr.ID)
-	return pr.inUTC(), nil
-}
-
-// checkPrecondition locks product id and fails with ErrPreconditionFailed
-// unless ok accepts its current version. An absent product fails too: a
-// conditional update asks for a current one (If-Match, RFC 9110 §13.1.1).
-func checkPrecondition(ctx context.Context, tx pgx.Tx, id int64, ok func(Product) bool) error {
-	var cur Product
-	err := tx.QueryRow(ctx, `SELECT `+productColumns+` FROM products WHERE id = $1 FOR UPDATE`, id).Scan(cur.fields()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrPreconditionAbsent
-	}
-	if err != nil {
-		return err
-	}
-	if cur = cur.inUTC(); !ok(cur) {
-		return fmt.Errorf("current version %s: %w", cur.UpdatedAt.Format(time.RFC3339Nano), ErrPreconditionFailed)
-	}
-	return nil
-}
-
 // productColumns and fields keep every query's column list and its Scan
 // targets in one place.
 const productColumns = `id, name, price_cents, updated_at`
@@ -305,9 +208,4 @@ func (p Product) inUTC() Product {
 // with runs fn on the main pool, retrying transient failures.
 func (p *Products) with(ctx context.Context, fn func(db.Conn) error) error {
 	return retry(ctx, func() error { return p.pool.With(ctx, fn) })
-}
-
-// write is with for a write (writeFailed).
-func (p *Products) write(ctx context.Context, fn func(db.Conn) error) error {
-	return writeFailed(p.with(ctx, fn))
 }

@@ -49,3 +49,13 @@ func writeThroughContext(ctx context.Context) (context.Context, context.CancelFu
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
+
+// The cache refresh after a write takes at most writeThroughTimeout, and
+// no longer than the request's deadline allows (writeThroughContext): a
+// hung Redis must not hold the answer of a write that committed until the
+// server's write timeout cuts it. writeThroughFloor is what it gets when
+// the write itself used the budget up.
+const (
+	writeThroughTimeout = 2 * time.Second
+	writeThroughFloor   = 50 * time.Millisecond
+)

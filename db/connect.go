@@ -1,0 +1,89 @@
+package db
+
+// A session's own time limits, and reaching the server at start: how long a
+// connect, a wait for a row lock and the start's attempts may take, each
+// chosen so that what ends is counted as the request's failure or the
+// database's, whichever it is.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// lockTimeout is the lock_timeout of a pool's sessions: a wait for a row
+// lock (a long transaction holding a product, a flash sale queueing on
+// one) ends just before statement_timeout would, as lock_not_available
+// (55P03): the request's failure (503, nothing written), not the
+// database's. Ended by statement_timeout it read as a server too slow to
+// answer, and one transaction holding one row opened the breaker, which
+// then refused every order on the instance.
+func lockTimeout(statement time.Duration) time.Duration {
+	return max(statement*9/10, time.Millisecond)
+}
+
+// minConnectTimeout is the least time one connect gets, whatever the
+// acquire budget: a TCP handshake and PostgreSQL's start-up (a backend
+// forked, authentication, parameters) take milliseconds on a loaded host.
+// With DB_ACQUIRE_TIMEOUT=10ms the connect had 7.5 ms: none finished, the
+// app could not start, and a running pool could never have grown.
+const minConnectTimeout = 250 * time.Millisecond
+
+// connectTimeout is 3/4 of the acquire timeout, so that a connect to a
+// frozen server ends as a connect error (an outage the breaker counts)
+// before the caller's acquire ends it, but never less than
+// minConnectTimeout. Below that (an acquire timeout under 333 ms) a
+// caller's acquire may end first: it answers 503 at its own deadline and
+// the connect goes on in the background (pgxpool does not cancel it) to
+// join the pool.
+func connectTimeout(acquire time.Duration) time.Duration {
+	return max(acquire*3/4, minConnectTimeout)
+}
+
+// pingAttempts bounds how often Open tries to reach the server: 1.5 s of
+// backoff between five attempts (100 ms doubling), enough for a server that
+// is still starting or a machine too loaded to finish a handshake within
+// the connect timeout.
+const pingAttempts = 5
+
+// maxPingBackoff caps the wait between attempts of an Open that waits for
+// its server (Config.WaitForServer).
+const maxPingBackoff = 5 * time.Second
+
+// ping checks that the database answers. It retries only outages (refused or
+// timed-out connects, a server starting up); a wrong password or database
+// name fails at once, since waiting cannot fix it.
+func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		// Room for a connect even when the acquire timeout is shorter.
+		pingCtx, cancel := context.WithTimeout(ctx, max(cfg.AcquireTimeout, connectTimeout(cfg.AcquireTimeout))+cfg.StatementTimeout)
+		err := pool.Ping(pingCtx)
+		cancel()
+		if err == nil || !isOutage(err) || isMisconfigured(err) {
+			return err
+		}
+		if attempt >= pingAttempts {
+			if cfg.WaitForServer == nil {
+				return err
+			}
+			cfg.WaitForServer(attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxPingBackoff)
+	}
+}
+
+// isMisconfigured reports a server refusing us by name (class 28, a wrong
+// user or password; class 3D, no such database): an outage for a running
+// service, but at start a mistake in the settings that waiting cannot fix.
+func isMisconfigured(err error) bool {
+	code := pgCode(err)
+	return len(code) == 5 && (code[:2] == "28" || code[:2] == "3D")
+}
