@@ -106,6 +106,9 @@ type Pool struct {
 	tripped   atomic.Int64   // calls refused because the breaker was open
 	gate      *gate          // admission in front of the connections (admission.go)
 	fallback  *fallbackWatch // nil without Config.FallbackURL
+	// lockTimeout is the sessions' lock_timeout: the pool's own, or behind a
+	// pooler the server's (0: none), read at start.
+	lockTimeout time.Duration
 }
 
 // Open creates the pool and checks that the database answers.
@@ -146,16 +149,24 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 		pool.Close()
 		return nil, fmt.Errorf("db %s: ping: %w", cfg.Name, err)
 	}
+	serverLock := lockTimeout(cfg.StatementTimeout)
 	if cfg.Pooler.Behind() {
-		if _, err := checkServerTimeout(ctx, pool); err != nil {
+		if serverLock, err = checkPooled(ctx, pool, cfg.Pooler); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("db %s: %w", cfg.Name, err)
 		}
 	}
-	p := &Pool{pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical), fallback: fallback}
+	p := &Pool{pool: pool, cfg: cfg, gate: newGate(int(cfg.MaxConns), cfg.ReservedCritical), fallback: fallback, lockTimeout: serverLock}
 	p.breaker = newBreaker(p)
 	return p, nil
 }
+
+// LockTimeout is how long a statement of this pool waits for a row lock
+// before it fails as lock_not_available: the pool's own lock_timeout, or
+// behind a pooler the server's, 0 when the server sets none (then a wait
+// for a held row ends at statement_timeout, which the breaker counts as
+// an outage).
+func (p *Pool) LockTimeout() time.Duration { return p.lockTimeout }
 
 // Name is the pool's label ("main", "reports").
 func (p *Pool) Name() string { return p.cfg.Name }

@@ -67,14 +67,77 @@ func applyPooler(pc *pgxpool.Config, p Pooler) {
 	delete(pc.ConnConfig.RuntimeParams, "lock_timeout")
 }
 
+// checkPooled verifies at start what a transaction pooler leaves to the
+// server: a statement_timeout (refused without one), prepared statements
+// tracked by the pooler when the statement cache is on
+// (PoolerPgBouncerPrepared), and the server's lock_timeout, returned (0:
+// none) for the caller to warn about.
+func checkPooled(ctx context.Context, pool *pgxpool.Pool, p Pooler) (lock time.Duration, err error) {
+	if _, err := checkServerTimeout(ctx, pool); err != nil {
+		return 0, preparedHint(p, err)
+	}
+	if p == PoolerPgBouncerPrepared {
+		if err := checkPreparedStatements(ctx, pool); err != nil {
+			return 0, err
+		}
+	}
+	return showDuration(ctx, pool, "lock_timeout")
+}
+
+// checkPreparedStatements has two of the pool's sessions run one query as
+// pgx's statement cache runs it: a named prepared statement whose name
+// comes from the query, the same in every session. A pooler that does not
+// track prepared statements (PgBouncer before 1.21, or with
+// max_prepared_statements = 0) hands the second session the server
+// connection the first left its statement on, and the prepare fails with
+// 42P05 "already exists": at start here, rather than as a 500 on requests.
+func checkPreparedStatements(ctx context.Context, pool *pgxpool.Pool) error {
+	conns := make([]*pgxpool.Conn, 0, 2)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range 2 {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("prepared statements check: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		var one int
+		if err := c.QueryRow(ctx, "SELECT 1 /* stampede-guard: prepared statements through the pooler */").Scan(&one); err != nil {
+			return preparedHint(PoolerPgBouncerPrepared, fmt.Errorf("prepared statements check: %w", err))
+		}
+	}
+	return nil
+}
+
+// preparedHint names the fix when err is a prepared statement found on the
+// wrong server connection (42P05 already exists, 26000 does not exist)
+// with the statement cache on behind the pooler.
+func preparedHint(p Pooler, err error) error {
+	if code := pgCode(err); p != PoolerPgBouncerPrepared || code != "42P05" && code != "26000" {
+		return err
+	}
+	return fmt.Errorf("DB_POOLER=pgbouncer-prepared, but the pooler does not keep prepared statements apart "+
+		"(PgBouncer before 1.21, or max_prepared_statements = 0): set max_prepared_statements > 0, or DB_POOLER=pgbouncer: %w", err)
+}
+
+// showDuration reads a duration setting of the server (SHOW name).
+func showDuration(ctx context.Context, pool *pgxpool.Pool, name string) (time.Duration, error) {
+	var s string
+	if err := pool.QueryRow(ctx, "SHOW "+name).Scan(&s); err != nil {
+		return 0, fmt.Errorf("show %s: %w", name, err)
+	}
+	return parsePGDuration(name, s)
+}
+
 // checkServerTimeout refuses a pooled database without a statement_timeout
 // (no query would ever be cut off) and returns the server's value.
 func checkServerTimeout(ctx context.Context, pool *pgxpool.Pool) (time.Duration, error) {
-	var s string
-	if err := pool.QueryRow(ctx, "SHOW statement_timeout").Scan(&s); err != nil {
-		return 0, fmt.Errorf("show statement_timeout: %w", err)
-	}
-	d, err := parsePGDuration(s)
+	d, err := showDuration(ctx, pool, "statement_timeout")
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +150,7 @@ func checkServerTimeout(ctx context.Context, pool *pgxpool.Pool) (time.Duration,
 
 // parsePGDuration reads a duration as SHOW prints it: "0", "250ms", "3s",
 // "1min", "2h", "1d"; a bare number is milliseconds.
-func parsePGDuration(s string) (time.Duration, error) {
+func parsePGDuration(name, s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	num, unit := s, "ms"
@@ -99,7 +162,7 @@ func parsePGDuration(s string) (time.Duration, error) {
 		"min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
 	u, ok := units[unit]
 	if err != nil || !ok {
-		return 0, fmt.Errorf("statement_timeout %q: not a PostgreSQL duration", s)
+		return 0, fmt.Errorf("%s %q: not a PostgreSQL duration", name, s)
 	}
 	return time.Duration(v * float64(u)), nil
 }

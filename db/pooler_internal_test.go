@@ -16,7 +16,7 @@ func TestParsePGDuration(t *testing.T) {
 		{"1500", 1500 * time.Millisecond, true}, {"3 weeks", 0, false}, {"", 0, false},
 	}
 	for _, tc := range tests {
-		got, err := parsePGDuration(tc.in)
+		got, err := parsePGDuration("statement_timeout", tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parsePGDuration(%q): got %s, %v, want %s, ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	osexec "os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -147,4 +148,80 @@ func TestPoolerNeedsServerTimeout(t *testing.T) {
 	if !strings.Contains(err.Error(), "statement_timeout") {
 		t.Errorf("error %q does not name statement_timeout", err)
 	}
+}
+
+// TestPoolerStartChecks: behind a pooler the start reads what only the
+// server can set. The server's lock_timeout is the pool's (0 when none: the
+// app then warns), and the statement cache (pgbouncer-prepared) is refused,
+// naming the fix, on a PgBouncer that does not keep prepared statements
+// apart (before 1.21): served, it answered requests with 500s (42P05
+// "prepared statement already exists", 26000 "does not exist").
+func TestPoolerStartChecks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		pooler   db.Pooler
+		lock     string        // the database's lock_timeout; "" sets none
+		wantLock time.Duration // the pool's LockTimeout
+	}{
+		{"no lock_timeout on the server", db.PoolerPgBouncer, "", 0},
+		{"lock_timeout on the server", db.PoolerPgBouncer, "900ms", 900 * time.Millisecond},
+		{"statement cache on an old PgBouncer", db.PoolerPgBouncerPrepared, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			direct := dbtest.NewPool(t, "repo", db.Config{MaxConns: 2})
+			name := databaseName(t, direct)
+			exec(t, direct, fmt.Sprintf(`ALTER DATABASE %q SET statement_timeout = '1s'`, name))
+			if tc.lock != "" {
+				exec(t, direct, fmt.Sprintf(`ALTER DATABASE %q SET lock_timeout = '%s'`, name, tc.lock))
+			}
+			url := withDatabase(t, pgbouncer.Start(t, dbtest.AdminURL()), name)
+			p, err := db.Open(testCtx(t), db.Config{URL: url, Pooler: tc.pooler, MaxConns: 4})
+			if tc.pooler == db.PoolerPgBouncerPrepared {
+				version := pgbouncerVersion(t)
+				if !olderThan(version, 1, 21) {
+					t.Logf("PgBouncer %v keeps prepared statements apart: nothing to refuse (open: %v)", version, err)
+					if err == nil {
+						p.Close()
+					}
+					return
+				}
+				if err == nil {
+					p.Close()
+					t.Fatalf("Open with the statement cache through PgBouncer %v: got nil, want an error", version)
+				}
+				if !strings.Contains(err.Error(), "max_prepared_statements") || !strings.Contains(err.Error(), "DB_POOLER=pgbouncer") {
+					t.Errorf("error %q does not name the fix (max_prepared_statements, DB_POOLER=pgbouncer)", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open through PgBouncer: %v", err)
+			}
+			defer p.Close()
+			if got := p.LockTimeout(); got != tc.wantLock {
+				t.Errorf("LockTimeout: got %s, want %s (the server's)", got, tc.wantLock)
+			}
+		})
+	}
+}
+
+// pgbouncerVersion is the local PgBouncer's version, as [major, minor].
+func pgbouncerVersion(t *testing.T) [2]int {
+	t.Helper()
+	out, err := osexec.Command(pgbouncer.Tool().Require(t), "--version").Output()
+	if err != nil {
+		t.Fatalf("pgbouncer --version: %v", err)
+	}
+	var v [2]int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "PgBouncer %d.%d", &v[0], &v[1]); err != nil {
+		t.Fatalf("pgbouncer --version: %q: %v", out, err)
+	}
+	return v
+}
+
+func olderThan(v [2]int, major, minor int) bool {
+	return v[0] < major || v[0] == major && v[1] < minor
 }

@@ -75,6 +75,10 @@ func (d *deps) openDatabase(ctx context.Context, tr *telemetry.Tracing) error {
 	}
 	d.mainPool = main
 	d.closers = append(d.closers, main.Close)
+	if main.LockTimeout() <= 0 {
+		// Only behind a pooler, which cannot carry the pool's own.
+		log.Warn("behind a pooler PostgreSQL sets no lock_timeout: a write that waits for a row another transaction holds ends at statement_timeout, which the breaker counts as an outage, so one held row can refuse every order; set lock_timeout beside statement_timeout (connect_query in pgbouncer.ini, or ALTER ROLE … SET lock_timeout)")
+	}
 	if err := checkPoolSizing(ctx, cfg, main, log); err != nil {
 		return err
 	}

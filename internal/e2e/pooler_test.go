@@ -15,7 +15,9 @@ import (
 
 // TestAppBehindPgBouncer: the binary with DB_POOLER=pgbouncer migrates on
 // DATABASE_DIRECT_URL, then serves product reads, idempotent checkouts and
-// reports through PgBouncer in transaction pooling.
+// reports through PgBouncer in transaction pooling. The database sets a
+// statement_timeout and no lock_timeout: the start warns that one held row
+// would then open the breaker.
 func TestAppBehindPgBouncer(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -36,7 +38,11 @@ func TestAppBehindPgBouncer(t *testing.T) {
 	}
 	u.Path = "/" + name
 	env["DATABASE_URL"], env["DATABASE_DIRECT_URL"], env["DB_POOLER"] = u.String(), direct, "pgbouncer"
-	base, _ := startApp(t, env)
+	a := launchApp(t, env)
+	base := a.waitListening()
+	if n := len(a.logs.records("behind a pooler PostgreSQL sets no lock_timeout: a write that waits for a row another transaction holds ends at statement_timeout, which the breaker counts as an outage, so one held row can refuse every order; set lock_timeout beside statement_timeout (connect_query in pgbouncer.ini, or ALTER ROLE … SET lock_timeout)")); n != 1 {
+		t.Errorf("%d warnings that the server sets no lock_timeout, want 1", n)
+	}
 
 	for range 3 {
 		if resp, body := call(t, "GET", base+"/products/7", nil, ""); resp.StatusCode != http.StatusOK {
