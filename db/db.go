@@ -106,6 +106,7 @@ type Pool struct {
 	tripped   atomic.Int64   // calls refused because the breaker was open
 	gate      *gate          // admission in front of the connections (admission.go)
 	fallback  *fallbackWatch // nil without Config.FallbackURL
+	keys      keySlots       // per-key places in front of the pool (WithKey)
 	// lockTimeout is the sessions' lock_timeout: the pool's own, or behind a
 	// pooler the server's (0: none), read at start.
 	lockTimeout time.Duration

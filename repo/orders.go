@@ -70,7 +70,9 @@ func NewOrders(pool *db.Pool, log *slog.Logger) *Orders { return &Orders{pool: p
 func (o *Orders) Create(ctx context.Context, in NewOrder) (order Order, replayed bool, err error) {
 	unknown := false // an attempt's COMMIT went unanswered
 	attempt := func() error {
-		err := o.pool.With(ctx, func(conn db.Conn) error {
+		// Keyed by the product: orders of one product wait for its row in
+		// turn, and need not hold the pool's connections to do so.
+		err := o.pool.WithKey(ctx, in.ProductID, func(conn db.Conn) error {
 			return inTx(ctx, conn, func(tx pgx.Tx) error {
 				order, replayed, err = o.create(ctx, tx, in)
 				return err

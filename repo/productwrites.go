@@ -47,7 +47,7 @@ func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 // (EntryVersion), below which an entry is refused as a replay.
 func (p *Products) Update(ctx context.Context, id int64, in ProductUpdate) (Product, error) {
 	var pr Product
-	err := p.write(ctx, func(conn db.Conn) error {
+	err := p.writeRow(ctx, id, func(conn db.Conn) error {
 		return inTx(ctx, conn, func(tx pgx.Tx) error {
 			if in.Precondition != nil {
 				if err := checkPrecondition(ctx, tx, id, in.Precondition); err != nil {
@@ -105,4 +105,10 @@ func checkPrecondition(ctx context.Context, tx pgx.Tx, id int64, ok func(Product
 // write is with for a write (writeFailed).
 func (p *Products) write(ctx context.Context, fn func(db.Conn) error) error {
 	return writeFailed(p.with(ctx, fn))
+}
+
+// writeRow is write for a write of product id's row: it waits for one of
+// the row's places (db.Pool.WithKey) before it takes a connection.
+func (p *Products) writeRow(ctx context.Context, id int64, fn func(db.Conn) error) error {
+	return writeFailed(retry(ctx, func() error { return p.pool.WithKey(ctx, id, fn) }))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,5 +65,66 @@ func TestRowHeldLongKeepsTheBreakerClosed(t *testing.T) {
 	resp, raw = call(t, "PUT", fmt.Sprint(base, "/products/", held), nil, `{"name":"released","price_cents":3}`)
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("PUT once the row is let go: %d %s, want 200", resp.StatusCode, raw)
+	}
+}
+
+// TestRowHeldLongLeavesThePoolToOthers: while a transaction outside the app
+// holds one product's row, thirty clients keep ordering it. Each order of
+// it waits for the row (then answers 503, nothing written), but at most
+// two at a time hold a connection for it: reads of uncached products and
+// orders of other products go on being served from the rest of the pool.
+// With every waiting order holding a connection, the pool of four was
+// taken whole and those answered 503 for as long as the row was held.
+func TestRowHeldLongLeavesThePoolToOthers(t *testing.T) {
+	t.Parallel()
+	held := productID(t)
+	env := testEnv(t)
+	env["DB_STATEMENT_TIMEOUT"] = "2s"
+	env["DB_MAIN_MAX_CONNS"] = "4"
+	env["RATE_LIMIT"], env["ORDER_RATE_LIMIT"] = "off", "off"
+	base, _ := startApp(t, env)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tx, err := dbConn(t, env["DATABASE_URL"]).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT id FROM products WHERE id = $1 FOR UPDATE`, held); err != nil {
+		t.Fatal(err)
+	}
+
+	// Thirty clients order the held product for 3 s, each again as soon as
+	// it is answered.
+	stop := time.Now().Add(3 * time.Second)
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				resp, raw, err := send("POST", base+"/orders", nil, fmt.Sprintf(`{"product_id":%d,"quantity":1}`, held))
+				if err == nil && resp.StatusCode != http.StatusServiceUnavailable {
+					t.Errorf("order of the held product: %d %s, want 503 (nothing written)", resp.StatusCode, raw)
+				}
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // the held product's orders have filled what they may
+	var refused []string
+	for i := range 10 {
+		other := productID(t)
+		for _, r := range []struct{ method, path, body string }{
+			{"GET", fmt.Sprint("/products/", other), ""},
+			{"POST", "/orders", fmt.Sprintf(`{"product_id":%d,"quantity":1}`, other)},
+		} {
+			resp, raw := call(t, r.method, base+r.path, nil, r.body)
+			if resp.StatusCode/100 != 2 {
+				refused = append(refused, fmt.Sprintf("%d: %s %s: %d %s", i, r.method, r.path, resp.StatusCode, raw))
+			}
+		}
+	}
+	wg.Wait()
+	if len(refused) > 0 {
+		t.Errorf("other products while thirty clients order a held one, %d of 20 not served:\n%s", len(refused), strings.Join(refused, "\n"))
 	}
 }
