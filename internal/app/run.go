@@ -80,7 +80,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	defer lines.Start()()
 	log := newLogger(lines.Direct(), cfg.LogLevel)
 	access := middleware.NewAccessLog(lines, logLevel(cfg.LogLevel))
-	redisconn.SetLogger(log) // go-redis's logger is one per process
+	redisconn.SetLogger(log)   // go-redis's logger is one per process
+	telemetry.SetErrorLog(log) // and so is OpenTelemetry's error handler
 	// Tracing next, so its deferred shutdown runs last and flushes the
 	// spans of everything closed before it.
 	tr, err := telemetry.NewTracing(ctx, cfg.Tracing)
@@ -88,6 +89,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	defer flushTracing(tr, log)
+	if tr.Provider() != nil {
+		log.Info("tracing on: spans exported over OTLP/HTTP", "endpoint", tr.Endpoint())
+	}
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	// Bind first: a busy port fails in milliseconds, not after the

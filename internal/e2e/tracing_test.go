@@ -120,7 +120,12 @@ func TestTracingColdReadSpanTree(t *testing.T) {
 	env := testEnv(t)
 	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = recv.URL
 	env["CACHE_MODE"] = "lock"
-	base, stop := startApp(t, env)
+	a := launchApp(t, env)
+	base, stop := a.waitListening(), a.stop
+	// The start says where spans go.
+	if recs := a.logs.records("tracing on: spans exported over OTLP/HTTP"); len(recs) != 1 || recs[0]["endpoint"] != recv.URL+"/v1/traces" {
+		t.Errorf("tracing start lines: %v, want one naming %s/v1/traces", recs, recv.URL)
+	}
 	if resp, body := call(t, http.MethodGet, base+"/products/7", nil, ""); resp.StatusCode != http.StatusOK || resp.Header.Get("X-Cache") != "MISS" {
 		t.Fatalf("GET /products/7: %d %s %s, want a 200 MISS", resp.StatusCode, resp.Header.Get("X-Cache"), body)
 	}

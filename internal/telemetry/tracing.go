@@ -21,7 +21,8 @@ import (
 // Tracing is the app's tracer provider and its instrumentation hooks. Off,
 // every hook is a no-op and tp is nil (the cache then traces nothing).
 type Tracing struct {
-	tp *sdktrace.TracerProvider
+	tp       *sdktrace.TracerProvider
+	endpoint string // where spans go (Endpoint)
 }
 
 // NewTracing starts the OTLP/HTTP exporter behind a batch processor when
@@ -31,11 +32,14 @@ func NewTracing(ctx context.Context, cfg config.Tracing) (*Tracing, error) {
 		return &Tracing{}, nil
 	}
 	var opts []otlptracehttp.Option
+	endpoint := "http://localhost:4318/v1/traces (the OTLP default)"
 	switch {
 	case cfg.TracesEndpoint != "":
-		opts = append(opts, otlptracehttp.WithEndpointURL(cfg.TracesEndpoint))
+		endpoint = cfg.TracesEndpoint
+		opts = append(opts, otlptracehttp.WithEndpointURL(endpoint))
 	case cfg.Endpoint != "":
-		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.Endpoint, "/")+"/v1/traces"))
+		endpoint = strings.TrimRight(cfg.Endpoint, "/") + "/v1/traces"
+		opts = append(opts, otlptracehttp.WithEndpointURL(endpoint))
 	}
 	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
@@ -47,7 +51,7 @@ func NewTracing(ctx context.Context, cfg config.Tracing) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	return &Tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
+	return &Tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), endpoint: endpoint}, nil
 }
 
 // Provider is what the cache and the request spans get: nil when tracing

@@ -42,7 +42,7 @@ var mayImport = map[string][]string{
 	"internal/redisconn":       {"internal/breaker"},
 	"internal/retryhint":       {},
 	"internal/server":          {},
-	"internal/telemetry":       {"cache", "db", "internal/breaker", "internal/config", "middleware"},
+	"internal/telemetry":       {"cache", "db", "internal/breaker", "internal/config", "internal/loglimit", "middleware"},
 	// Test infrastructure: used by tests only, never by the app.
 	"internal/testkit/dbtest":       {"db", "migrations", "internal/breaker", "internal/testkit/netproxy"},
 	"internal/testkit/metricstext":  {},
