@@ -7,9 +7,12 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -62,8 +65,11 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 		pingCtx, cancel := context.WithTimeout(ctx, max(cfg.AcquireTimeout, connectTimeout(cfg.AcquireTimeout))+cfg.StatementTimeout)
 		err := pool.Ping(pingCtx)
 		cancel()
-		if err == nil || !isOutage(err) || isMisconfigured(err) {
+		if err == nil || !isOutage(err) {
 			return err
+		}
+		if isMisconfigured(err) {
+			return poolerHint(err)
 		}
 		if attempt >= pingAttempts {
 			if cfg.WaitForServer == nil {
@@ -85,5 +91,22 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 // service, but at start a mistake in the settings that waiting cannot fix.
 func isMisconfigured(err error) bool {
 	code := pgCode(err)
-	return len(code) == 5 && (code[:2] == "28" || code[:2] == "3D")
+	return len(code) == 5 && (code[:2] == "28" || code[:2] == "3D") || unsupportedStartup(err)
+}
+
+// unsupportedStartup is PgBouncer refusing the pool's start-up settings
+// ("unsupported startup parameter: statement_timeout"): a URL that points
+// at PgBouncer without DB_POOLER, which waiting cannot fix either.
+func unsupportedStartup(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "08P01" && strings.Contains(pgErr.Message, "unsupported startup parameter")
+}
+
+// poolerHint names the fix of an unsupportedStartup error.
+func poolerHint(err error) error {
+	if !unsupportedStartup(err) {
+		return err
+	}
+	return fmt.Errorf("the server refuses this pool's session settings, as PgBouncer does: behind PgBouncer set DB_POOLER=pgbouncer "+
+		"(and point DATABASE_DIRECT_URL at PostgreSQL itself): %w", err)
 }

@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -224,4 +225,26 @@ func pgbouncerVersion(t *testing.T) [2]int {
 
 func olderThan(v [2]int, major, minor int) bool {
 	return v[0] < major || v[0] == major && v[1] < minor
+}
+
+// TestPoolerForgottenIsNamed: DATABASE_URL pointing at PgBouncer without
+// DB_POOLER: PgBouncer refuses the pool's start-up settings. The start
+// fails at once, naming DB_POOLER, even where it waits for a database
+// that does not answer yet: it waited forever, logging PgBouncer's bare
+// "unsupported startup parameter".
+func TestPoolerForgottenIsNamed(t *testing.T) {
+	t.Parallel()
+	direct := dbtest.NewPool(t, "repo", db.Config{MaxConns: 2})
+	url := withDatabase(t, pgbouncer.Start(t, dbtest.AdminURL()), databaseName(t, direct))
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	waits := 0
+	p, err := db.Open(ctx, db.Config{URL: url, Pooler: db.PoolerNone, WaitForServer: func(int, error) { waits++ }})
+	if err == nil {
+		p.Close()
+		t.Fatal("Open through PgBouncer with DB_POOLER unset: got nil, want an error")
+	}
+	if waits > 0 || !strings.Contains(err.Error(), "DB_POOLER=pgbouncer") {
+		t.Errorf("Open through PgBouncer with DB_POOLER unset: waited %d times, then %v; want no wait and an error naming DB_POOLER=pgbouncer", waits, err)
+	}
 }

@@ -2,9 +2,11 @@
 // a product, places an order for it, and reads the order back. Run it
 // against a running service:
 //
-//	go run ./examples/order -base http://127.0.0.1:8080 -product 42 -quantity 1
+//	go run ./client/examples/order -base http://127.0.0.1:8080 -product 42 -quantity 1
 //
-// The write key comes from -api-key or $API_KEY. The client retries what a
+// (from the repository's root). Reading a product and placing an order
+// need no key; -api-key or $API_KEY, a key with write scope, is sent when
+// given, as a caller that also writes products would. The client retries what a
 // retry can fix, waits out any Retry-After, and reuses one Idempotency-Key
 // for the order, so running this during an overload places one order or
 // reports why it could not; it never places two. This program adds no
