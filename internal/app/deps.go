@@ -154,6 +154,10 @@ func (d *deps) openCache(ctx context.Context, tr *telemetry.Tracing) error {
 		log.Warn("HOT_KEY_COPIES > 1 without REDIS_CLUSTER_ADDRS: the copies share one Redis server and spread no reads",
 			"hot_key_copies", cfg.HotKeyCopies)
 	}
+	if cfg.L1Tracking && cfg.CacheNamespace == "" && cfg.L1TTL > 0 {
+		// Not wrong, only dearer when another app shares the server.
+		log.Info("L1_INVALIDATION=tracking without CACHE_NAMESPACE: a change to a product key in any logical database of this Redis server drops this app's L1 copy of that key (a reload, never a stale answer); set CACHE_NAMESPACE to keep apps on one server apart")
+	}
 	d.hot = newHotKeys(cfg)
 	replicas := newReplicaReads(cfg, d.rdb, d.redisBreaker) // nil unless REDIS_REPLICA_READS
 	if replicas != nil {

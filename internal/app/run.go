@@ -169,7 +169,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	warm(ctx, d)
 	if ctx.Err() == nil {
 		s.health.MarkReady()
-		log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode)
+		log.Info("listening", "addr", ln.Addr().String(), "cache_mode", cfg.CacheMode,
+			"l1_invalidation", l1Invalidation(cfg), "cache_namespace", cfg.CacheNamespace)
 	}
 	select {
 	case err := <-serveErr:
@@ -272,4 +273,15 @@ func refreshPeriod(cfg config.Config) time.Duration {
 		ttl = cfg.CacheTTL
 	}
 	return max(ttl/2, 100*time.Millisecond)
+}
+
+// l1Invalidation names how the L1 learns of changes, for the start's log.
+func l1Invalidation(cfg config.Config) string {
+	switch {
+	case cfg.L1TTL <= 0:
+		return "off (no L1)"
+	case cfg.L1Tracking:
+		return "tracking"
+	}
+	return "pubsub"
 }

@@ -35,8 +35,12 @@ func TestL1InvalidationModes(t *testing.T) {
 			env["L1_TTL"], env["L1_INVALIDATION"] = "10s", tt.mode // l1TTL below
 			bases := []string{}
 			for range 2 {
-				base, _ := startApp(t, env)
-				bases = append(bases, base)
+				a := launchApp(t, env)
+				bases = append(bases, a.waitListening())
+				// The start says how the L1 learns of changes.
+				if recs := a.logs.records("listening"); len(recs) != 1 || recs[0]["l1_invalidation"] != tt.mode || recs[0]["cache_namespace"] != env["CACHE_NAMESPACE"] {
+					t.Errorf("listening line %v, want l1_invalidation %s and cache_namespace %s", recs, tt.mode, env["CACHE_NAMESPACE"])
+				}
 			}
 			path := fmt.Sprint("/products/", tt.id)
 			// Fill both L1s, after the first load's own write has settled.
