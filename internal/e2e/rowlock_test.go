@@ -24,16 +24,8 @@ func TestRowHeldLongKeepsTheBreakerClosed(t *testing.T) {
 	env["DB_STATEMENT_TIMEOUT"] = "1s"
 	base, _ := startApp(t, env)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tx, err := dbConn(t, env["DATABASE_URL"]).Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT id FROM products WHERE id = $1 FOR UPDATE`, held); err != nil {
-		t.Fatal(err)
-	}
+	release := holdRow(t, env, held)
+	defer release()
 
 	const writes = 6 // more than BREAKER_FAILURES (5)
 	var wg sync.WaitGroup
@@ -61,7 +53,7 @@ func TestRowHeldLongKeepsTheBreakerClosed(t *testing.T) {
 		t.Errorf("main breaker state %v after waits on a held row, want 0 (closed): the database was fine", v)
 	}
 
-	_ = tx.Rollback(ctx)
+	release()
 	resp, raw = call(t, "PUT", fmt.Sprint(base, "/products/", held), nil, `{"name":"released","price_cents":3}`)
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("PUT once the row is let go: %d %s, want 200", resp.StatusCode, raw)
@@ -84,16 +76,8 @@ func TestRowHeldLongLeavesThePoolToOthers(t *testing.T) {
 	env["RATE_LIMIT"], env["ORDER_RATE_LIMIT"] = "off", "off"
 	base, _ := startApp(t, env)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tx, err := dbConn(t, env["DATABASE_URL"]).Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT id FROM products WHERE id = $1 FOR UPDATE`, held); err != nil {
-		t.Fatal(err)
-	}
+	release := holdRow(t, env, held)
+	defer release()
 
 	// Thirty clients order the held product for 3 s, each again as soon as
 	// it is answered.
@@ -126,5 +110,26 @@ func TestRowHeldLongLeavesThePoolToOthers(t *testing.T) {
 	wg.Wait()
 	if len(refused) > 0 {
 		t.Errorf("other products while thirty clients order a held one, %d of 20 not served:\n%s", len(refused), strings.Join(refused, "\n"))
+	}
+}
+
+// holdRow holds product id's row in a transaction of the test's own, as an
+// admin's edit left open in psql would, until release (safe to call twice).
+func holdRow(t *testing.T, env map[string]string, id int64) (release func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	tx, err := dbConn(t, env["DATABASE_URL"]).Begin(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT id FROM products WHERE id = $1 FOR UPDATE`, id); err != nil {
+		_ = tx.Rollback(context.Background())
+		cancel()
+		t.Fatal(err)
+	}
+	return func() {
+		_ = tx.Rollback(context.Background())
+		cancel()
 	}
 }
