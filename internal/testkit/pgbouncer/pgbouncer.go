@@ -69,6 +69,12 @@ ignore_startup_parameters = extra_float_digits
 pidfile = %s
 logfile = %s
 `, host, port, listen, filepath.Join(dir, "userlist.txt"), filepath.Join(dir, "pgbouncer.pid"), filepath.Join(dir, "pgbouncer.log"))
+	if tracksPrepared(t, bin) {
+		// Off, as on the PgBouncers before 1.21 (which refuse the key): every
+		// test sees a pooler that does not keep prepared statements apart,
+		// whatever the version, and the app must cope or refuse at start.
+		ini += "max_prepared_statements = 0\n"
+	}
 	userName := u.User.Username()
 	if userName == "" {
 		userName = "postgres"
@@ -160,4 +166,19 @@ func chownAll(t testing.TB, dir, name string) {
 	if err != nil {
 		t.Fatalf("pgbouncer: chown %s: %v", dir, err)
 	}
+}
+
+// tracksPrepared reports a PgBouncer of 1.21 or later, which can keep
+// protocol-level prepared statements apart (max_prepared_statements).
+func tracksPrepared(t testing.TB, bin string) bool {
+	t.Helper()
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatalf("pgbouncer --version: %v", err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "PgBouncer %d.%d", &major, &minor); err != nil {
+		t.Fatalf("pgbouncer --version: %q: %v", out, err)
+	}
+	return major > 1 || major == 1 && minor >= 21
 }
