@@ -67,3 +67,27 @@ func stackPerRequest(t *testing.T, n int, use ...gin.HandlerFunc) uint64 {
 	}
 	return (during.StackInuse - before.StackInuse) / uint64(n)
 }
+
+// BenchmarkGrowStack: what GrowStack adds to a request whose goroutine
+// already has the room, as a keep-alive connection's has after its first
+// request: an engine with it beside one without. While the frame was
+// zeroed on every call it added ~90 ns here (the stack hot in the cache)
+// and about 2 % of a hot read in the server.
+func BenchmarkGrowStack(b *testing.B) {
+	defer gin.SetMode(gin.Mode())
+	gin.SetMode(gin.ReleaseMode)
+	for _, bc := range []struct {
+		name string
+		use  []gin.HandlerFunc
+	}{{"without", nil}, {"GrowStack", []gin.HandlerFunc{middleware.GrowStack()}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := gin.New()
+			r.Use(bc.use...)
+			r.GET("/", func(*gin.Context) {})
+			w, req := httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)
+			for b.Loop() {
+				r.ServeHTTP(w, req)
+			}
+		})
+	}
+}
