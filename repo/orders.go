@@ -200,6 +200,9 @@ func (o *Orders) replay(ctx context.Context, q interface {
 // absent order are the same ErrNotFound, so answers tell an attacker
 // nothing about which ids exist.
 func (o *Orders) Get(ctx context.Context, id int64, token string) (Order, error) {
+	if !wellFormed(token) { // no order has it: the same answer, no query
+		return Order{}, fmt.Errorf("order %d: %w", id, ErrNotFound)
+	}
 	var order Order
 	var stored []byte
 	err := retry(ctx, func() error {

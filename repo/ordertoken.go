@@ -48,6 +48,24 @@ func derivedOrderToken(scope, key string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
+// wellFormed says whether token could be one this package hands out: 43
+// characters of unpadded base64url, what both kinds encode to. Anything
+// else matches no order, so Get answers it without a query: a made-up
+// token then costs the database nothing, as a made-up product id does.
+func wellFormed(token string) bool {
+	if len(token) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
+		return false
+	}
+	for i := range len(token) {
+		switch c := token[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // tokenHash is what the orders table keeps of a token.
 func tokenHash(token string) []byte {
 	sum := sha256.Sum256([]byte(token))

@@ -3,6 +3,7 @@ package repo_test
 import (
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stampede-guard/api/internal/testkit/dbtest"
@@ -50,6 +51,44 @@ func TestOrdersReadOnlyWithToken(t *testing.T) {
 	}
 	if n := queryInt(t, pool, `SELECT count(*) FROM orders WHERE id = $1 AND token_sha256 = $2`, a.ID, hash(a.Token)); n != 1 {
 		t.Errorf("orders storing the token's SHA-256: got %d, want 1", n)
+	}
+}
+
+// TestMadeUpOrderTokensCostNoQuery: a token that cannot be one Create
+// hands out (43 characters of unpadded base64url) finds nothing without
+// a query, for an order that exists too; a well-formed wrong token is
+// looked up (the row's hash decides), which shows the count can move.
+func TestMadeUpOrderTokensCostNoQuery(t *testing.T) {
+	t.Parallel()
+	orders, pool := newOrders(t)
+	ctx := testCtx(t)
+	a, _, err := orders.Create(ctx, repo.NewOrder{ProductID: 24, Quantity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		token   string
+		queries int64
+	}{
+		{"one character", "x", 0},
+		{"one short", a.Token[1:], 0},
+		{"one long", a.Token + "A", 0},
+		{"padded", a.Token[1:] + "=", 0},
+		{"standard base64", "+" + a.Token[1:], 0},
+		{"a space", " " + a.Token[1:], 0},
+		{"not ASCII", "é" + a.Token[2:], 0},
+		{"the hash", string(hash(a.Token)), 0},
+		{"well-formed, wrong", strings.Repeat("A", len(a.Token)), 1},
+	} {
+		before := pool.Stat().AcquireCount()
+		_, err := orders.Get(ctx, a.ID, tc.token)
+		if !errors.Is(err, repo.ErrNotFound) {
+			t.Errorf("%s: Get = %v, want ErrNotFound", tc.name, err)
+		}
+		if q := pool.Stat().AcquireCount() - before; q != tc.queries {
+			t.Errorf("%s: %d queries, want %d", tc.name, q, tc.queries)
+		}
 	}
 }
 
