@@ -144,7 +144,9 @@ func (p *Pool) holdTime() time.Duration {
 // neither the breaker nor the gate on purpose: readiness reports the
 // server's own health (the breaker's state is a check of its own), and a
 // refusal by the gate would say the pool is busy, not that the server is
-// down. It uses one of the pool's connections like any statement.
+// down. It uses one of the pool's connections like any statement. The
+// app calls it only while the breaker is closed, and at most about once a
+// second whatever the probes (handlers.Health, app.unlessOpen).
 func (p *Pool) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 
 // Stat is pgxpool's own counters (connections acquired and idle, acquires

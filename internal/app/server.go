@@ -31,8 +31,8 @@ type httpServer struct {
 func newServer(d *deps, m *telemetry.Metrics, publicMetrics http.Handler, trace gin.HandlerFunc, access *middleware.AccessLog) (*httpServer, error) {
 	cfg, log := d.cfg, d.log
 	health := handlers.NewHealth(readyChecks, log,
-		handlers.Check{Name: "postgres", Ping: d.mainPool.Ping},
-		handlers.Check{Name: "redis", Ping: func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() }},
+		handlers.Check{Name: "postgres", Ping: unlessOpen(d.mainPool.Breaker, d.mainPool.Ping)},
+		handlers.Check{Name: "redis", Ping: unlessOpen(d.redisBreaker.Snapshot, func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })},
 		handlers.Check{Name: "postgres_breaker", Ping: breakerCheck(d.mainPool.Breaker)},
 		handlers.Check{Name: "redis_breaker", Ping: breakerCheck(d.redisBreaker.Snapshot)},
 	)

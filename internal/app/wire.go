@@ -277,3 +277,17 @@ func breakerCheck(snapshot func() breaker.Snapshot) func(context.Context) error 
 		return nil
 	}
 }
+
+// unlessOpen pings a dependency only while its breaker is closed: open
+// (or probing) it answers that, and the server is not called. A breaker
+// open promises no call to the server but its own probes; /readyz pinging
+// anyway made one dial for every probe of every client.
+func unlessOpen(snapshot func() breaker.Snapshot, ping func(context.Context) error) func(context.Context) error {
+	open := breakerCheck(snapshot)
+	return func(ctx context.Context) error {
+		if err := open(ctx); err != nil {
+			return err
+		}
+		return ping(ctx)
+	}
+}

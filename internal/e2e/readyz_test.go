@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,13 +51,19 @@ func TestReadyzSpeaksForThisInstanceOnly(t *testing.T) {
 		t.Fatal("the database breaker did not open")
 	}
 
+	// A round of checks answers /readyz for a second: the one before the
+	// outage may still be the answer.
 	status, body, raw := ready()
+	for deadline := time.Now().Add(3 * time.Second); body["degraded"] != true && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		status, body, raw = ready()
+	}
 	if status != http.StatusOK || body["status"] != "ready" || body["degraded"] != true {
 		t.Fatalf("/readyz during the outage: got %d %s, want 200, status ready, degraded true", status, raw)
 	}
 	checks, _ := body["checks"].(map[string]any)
 	want := map[string][]string{
-		"redis":            {"unreachable", "timeout"},
+		"redis":            {"unreachable", "timeout", "breaker open"},
 		"postgres":         {"unreachable", "timeout", "breaker open"},
 		"postgres_breaker": {"breaker open"},
 	}
@@ -76,6 +83,26 @@ func TestReadyzSpeaksForThisInstanceOnly(t *testing.T) {
 		if strings.Contains(raw, secret) {
 			t.Errorf("/readyz body leaks %q: %s", secret, raw)
 		}
+	}
+	// While the breaker is open, no probe calls the database: 20 clients
+	// probing for 1.5 s (several rounds of checks) dial it not once. Each
+	// probe dialled it (and was refused) when /readyz pinged regardless.
+	dials := pgLink.Stats().Refused
+	var probes sync.WaitGroup
+	until := time.Now().Add(1500 * time.Millisecond)
+	for range 20 {
+		probes.Go(func() {
+			for time.Now().Before(until) {
+				if resp, _, err := send(http.MethodGet, base+"/readyz", nil, ""); err != nil || resp.StatusCode != http.StatusOK {
+					t.Errorf("/readyz in the flood: %v %v, want 200", resp, err)
+					return
+				}
+			}
+		})
+	}
+	probes.Wait()
+	if n := pgLink.Stats().Refused - dials; n != 0 {
+		t.Errorf("/readyz probes with the breaker open dialled the database %d times, want 0", n)
 	}
 	if resp, b := call(t, "GET", base+"/healthz", nil, ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz during the outage: got %d %s, want 200 (liveness ignores dependencies)", resp.StatusCode, b)
