@@ -14,10 +14,11 @@ import (
 // query (and one negative Redis key) each, since negative caching only
 // helps for repeats. knownIDs is a Bloom filter of the ids that exist:
 // an id it has never seen is answered "not found" without a query, except
-// that an id above the highest known one — a product just created on
-// another instance — or a little below it (knownCatchUpOverlap: an id
-// handed out earlier whose transaction committed later) may be looked up
-// within a small budget per second
+// that an id above what the id sequence had handed out when the filter
+// last read the table — a product just created on another instance — or a
+// little below it (knownCatchUpOverlap: an id handed out earlier whose
+// transaction committed later) may be looked up within a small budget per
+// second
 // shared by the whole fleet (a counter in Redis, cache.Quota). So unknown
 // ids cost at most budget queries per second fleet-wide, plus one
 // catch-up per second per instance while they come, whatever their number
@@ -40,9 +41,14 @@ type knownIDs struct {
 	free     func()             // releases filter's bits
 	capacity uint               // ids the filter was sized for
 	ids      uint               // distinct ids added since it was built
-	maxID    int64
-	inserted int64 // the table's insert count when ids was last in step with it
-	inStep   uint  // ids at that moment
+	// handedOut is the id sequence's last value when the filter last read
+	// the table. The line is the sequence, not the highest id in the
+	// table: a product imported with its own id far above the sequence
+	// made every product created after it look long known, and so
+	// "never created" (404 without a look) until the next check.
+	handedOut int64
+	inserted  int64 // the table's insert count when ids was last in step with it
+	inStep    uint  // ids at that moment
 }
 
 const (
@@ -74,22 +80,23 @@ const (
 func (k *knownIDs) check(ctx context.Context, id int64) verdict {
 	var buf [8]byte
 	k.mu.RLock()
-	loaded, seen, maxID := k.filter != nil, k.filter != nil && k.filter.Test(idKey(&buf, id)), k.maxID
+	loaded, seen, handedOut := k.filter != nil, k.filter != nil && k.filter.Test(idKey(&buf, id)), k.handedOut
 	k.mu.RUnlock()
 	switch {
 	case !loaded || seen:
 		return mayExist
-	case id <= maxID-knownCatchUpOverlap:
+	case id <= handedOut-knownCatchUpOverlap:
 		return absent
 	case k.budget.Allow(ctx):
-		// Perhaps created on another instance a moment ago; or, below
-		// maxID, an id taken before maxID's whose transaction committed
-		// after the filter last read the table (ids are handed out before
-		// their transactions commit).
+		// Perhaps created on another instance a moment ago, or inserted
+		// with an id of its own above the sequence; or, a little below
+		// handedOut, an id whose transaction committed after the filter
+		// last read the table (ids are handed out before their
+		// transactions commit).
 		return lookUp
 	default:
 		// Over budget: answer now, and have the upkeep look for new ids
-		// (at most once a second, from knownCatchUpOverlap below maxID),
+		// (at most once a second, from knownCatchUpOverlap below handedOut),
 		// so a product created elsewhere is found within a second even
 		// during a flood.
 		select {
@@ -107,9 +114,8 @@ func (k *knownIDs) loaded() bool {
 }
 
 // add records an id that exists (created here, or found by a lookup). It
-// leaves maxID alone: maxID is what the database showed, so ids between it
-// and a new one (created meanwhile on other instances) stay "above the
-// highest known" and may still be looked up.
+// leaves handedOut alone: ids between it and a new one (created meanwhile
+// on other instances) stay above the line and may still be looked up.
 func (k *knownIDs) add(id int64) {
 	var buf [8]byte
 	k.mu.Lock()

@@ -29,17 +29,17 @@ func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
 		}
 	}()
 	// The insert count the filter is in step with. Ids committed during
-	// the load but not seen by its snapshot are above maxID, or a little
-	// below it when taken before maxID's and committed after it: check
-	// looks both up, and catch-ups look again from knownCatchUpOverlap
-	// below maxID.
+	// the load but not seen by its snapshot are above handedOut (read
+	// before the snapshot), or a little below it when handed out before
+	// and committed after: check looks both up, and catch-ups look again
+	// from knownCatchUpOverlap below handedOut.
 	inserted, err := insertCount(ctx, pool)
 	if err != nil {
 		return err
 	}
 	k.mu.Lock()
 	old := k.free
-	k.filter, k.free, k.capacity, k.ids, k.maxID = l.filter, l.free, l.capacity, l.ids, l.maxID
+	k.filter, k.free, k.capacity, k.ids, k.handedOut = l.filter, l.free, l.capacity, l.ids, l.handedOut
 	k.inserted, k.inStep = inserted, l.ids
 	k.mu.Unlock()
 	swapped = true
@@ -56,11 +56,11 @@ func (k *knownIDs) reload(ctx context.Context, pool withConn) error {
 
 // loaded is one full read of the product ids.
 type loadedIDs struct {
-	filter   *bloom.BloomFilter
-	free     func()
-	capacity uint
-	ids      uint
-	maxID    int64
+	filter    *bloom.BloomFilter
+	free      func()
+	capacity  uint
+	ids       uint
+	handedOut int64 // the id sequence's last value, read before the ids
 }
 
 // fetchIDs adds the next page of the cursor known_ids to l and says how
@@ -79,7 +79,6 @@ func fetchIDs(ctx context.Context, tx pgx.Tx, l *loadedIDs, buf *[8]byte) (int, 
 		}
 		l.filter.Add(idKey(buf, id))
 		l.ids++
-		l.maxID = max(l.maxID, id)
 		n++
 	}
 	return n, rows.Err()
@@ -114,6 +113,12 @@ func loadIDs(ctx context.Context, pool withConn) (loadedIDs, error) {
 			return err
 		}
 		defer func() { _ = tx.Rollback(ctx) }() // read-only: nothing to commit
+		// Before the snapshot: every id handed out before this read
+		// either committed before the snapshot or is among the few a
+		// catch-up looks at again.
+		if l.handedOut, err = lastHandedOut(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
 			DECLARE known_ids NO SCROLL CURSOR FOR SELECT id FROM products`); err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stampede-guard/api/db"
 )
 
@@ -13,12 +15,12 @@ const (
 	// most, failed ones included, so a flood during a database outage
 	// never becomes a query loop.
 	knownCatchUpEvery = time.Second
-	// knownCatchUpOverlap is how far below the highest known id a
+	// knownCatchUpOverlap is how far below the sequence's last value a
 	// catch-up looks again, for ids that committed out of order.
 	knownCatchUpOverlap = 1000
 	// knownCheckEvery is how often the upkeep asks PostgreSQL whether rows
-	// were inserted that the filter has not seen (outside the app, below
-	// the highest id): one tiny query, not a re-read of the catalogue.
+	// were inserted that the filter has not seen (with ids of their own,
+	// not the sequence's): one tiny query, not a re-read of the catalogue.
 	knownCheckEvery = 10 * time.Minute
 	// knownPage is how many ids one query of a load or a catch-up reads.
 	knownPage = 50_000
@@ -100,16 +102,27 @@ func (k *knownIDs) upkeep(ctx context.Context, pool withConn) {
 	}
 }
 
-// catchUp adds the ids created since the last look, a little below the
-// highest known one: ids are handed out before their transactions commit,
-// so a lower id can appear after a higher one.
+// catchUp adds the ids the sequence handed out since the last look, from
+// a little below the last line: ids are handed out before their
+// transactions commit, so a lower id can appear after a higher one. Ids
+// above the sequence (inserted with ids of their own) are left to
+// lookups and the next reload: a catch-up reads only what the app
+// created, however many rows an import put above it.
 func (k *knownIDs) catchUp(ctx context.Context, pool withConn) error {
 	k.mu.RLock()
-	after := max(0, k.maxID-knownCatchUpOverlap)
+	after := max(0, k.handedOut-knownCatchUpOverlap)
 	k.mu.RUnlock()
+	var upTo int64
+	err := pool.With(ctx, func(conn db.Conn) (err error) {
+		upTo, err = lastHandedOut(ctx, conn)
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	var buf [8]byte
-	for {
-		ids, err := idsAfter(ctx, pool, after, knownPage)
+	for after < upTo {
+		ids, err := idsBetween(ctx, pool, after, upTo, knownPage)
 		if err != nil {
 			return err
 		}
@@ -118,14 +131,31 @@ func (k *knownIDs) catchUp(ctx context.Context, pool withConn) error {
 			if !k.filter.TestAndAdd(idKey(&buf, id)) {
 				k.ids++
 			}
-			k.maxID = max(k.maxID, id)
 		}
 		k.mu.Unlock()
 		if len(ids) < knownPage {
-			return nil
+			break
 		}
 		after = ids[len(ids)-1]
 	}
+	k.mu.Lock()
+	k.handedOut = max(k.handedOut, upTo)
+	k.mu.Unlock()
+	return nil
+}
+
+// lastHandedOut is the last id the products' sequence handed out (0 when
+// it has none yet, or none that this user may read: every unknown id is
+// then looked up within the budget, never answered without a look).
+func lastHandedOut(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int64, error) {
+	var n int64
+	err := q.QueryRow(ctx, `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('products', 'id')::regclass), 0)`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("products id sequence: %w", err)
+	}
+	return n, nil
 }
 
 // behind reports whether the table holds rows the filter may not have
@@ -153,12 +183,12 @@ func insertCount(ctx context.Context, pool withConn) (int64, error) {
 	return n, nil
 }
 
-// idsAfter reads up to limit product ids above after, in order (keyset
-// paging on the primary key).
-func idsAfter(ctx context.Context, pool withConn, after int64, limit int) ([]int64, error) {
+// idsBetween reads up to limit product ids in (after, upTo], in order
+// (keyset paging on the primary key).
+func idsBetween(ctx context.Context, pool withConn, after, upTo int64, limit int) ([]int64, error) {
 	ids := make([]int64, 0, 256)
 	err := pool.With(ctx, func(conn db.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT id FROM products WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+		rows, err := conn.Query(ctx, `SELECT id FROM products WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3`, after, upTo, limit)
 		if err != nil {
 			return err
 		}

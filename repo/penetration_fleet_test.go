@@ -73,3 +73,34 @@ func newFleet(t *testing.T, pool *db.Pool, ns string, n int) []*repo.Products {
 	}
 	return fleet
 }
+
+// TestUnknownIDFilterAfterAnImportAboveTheSequence: a product imported
+// with its own id far above the id sequence (no setval) must not make the
+// filter take every later product for "never created". A product created
+// on one instance with the sequence's next id (far below the imported
+// one) is found by another instance at once: from the cache when the app
+// created it, from the table within the lookup budget when it was
+// inserted by hand. The filter's line is what the sequence has handed
+// out, not the highest id in the table: with the highest id as the line,
+// both were answered 404, without a look, until that instance's next
+// check of the table (ten minutes).
+func TestUnknownIDFilterAfterAnImportAboveTheSequence(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t, "repo", db.Config{MaxConns: 8})
+	ctx := testCtx(t)
+	exec(t, pool, `INSERT INTO products (id, name, price_cents) VALUES (500000, 'imported with its own id', 1)`)
+	fleet := newFleet(t, pool, dbtest.Namespace(t, redisDB), 2)
+	for _, p := range fleet {
+		filterLoaded(t, p, p.FilterUnknownIDs(20))
+	}
+	created, err := fleet[0].Create(ctx, repo.NewProduct{Name: "made after the import", PriceCents: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHand := queryInt(t, pool, `INSERT INTO products (name, price_cents) VALUES ('inserted after the import', 1) RETURNING id`)
+	for name, id := range map[string]int64{"created on the other instance": created.ID, "inserted by hand": byHand} {
+		if got, _, err := fleet[1].Get(ctx, id); err != nil || got.ID != id {
+			t.Errorf("%s: Get(%d) right after: %+v, %v; want the product", name, id, got, err)
+		}
+	}
+}

@@ -78,14 +78,16 @@ func TestUnknownIDFilterNeverMakesARequestWait(t *testing.T) {
 }
 
 // TestUnknownIDFilterSeesRowsInsertedOutsideTheApp: a product inserted
-// outside the app below the highest id (so no catch-up looks for it) is
-// found once the upkeep's check sees PostgreSQL's insert count ahead of
-// the filter and reloads it.
+// outside the app with an id of its own, below what the id sequence has
+// handed out (so no catch-up looks for it, and no lookup), is found once
+// the upkeep's check sees PostgreSQL's insert count ahead of the filter
+// and reloads it. The sequence is moved past it as an import does.
 func TestUnknownIDFilterSeesRowsInsertedOutsideTheApp(t *testing.T) {
 	t.Parallel()
 	products, _, pool := newProducts(t, db.Config{})
 	ctx := testCtx(t)
 	exec(t, pool, `INSERT INTO products (id, name, price_cents) VALUES (5000000, 'high', 1)`)
+	exec(t, pool, `SELECT setval(pg_get_serial_sequence('products', 'id'), 5000000)`)
 	filterLoaded(t, products, products.FilterUnknownIDsCheckingEvery(1, 200*time.Millisecond))
 
 	exec(t, pool, `INSERT INTO products (id, name, price_cents) VALUES (4000000, 'inserted by hand', 1)`)
