@@ -81,8 +81,11 @@ func tooLarge() error {
 
 // checkKeys refuses what encoding/json would quietly accept in a top-level
 // object: a key given twice (the last one would win: two readers of the
-// body could disagree) and a key that matches a field only when case is
-// ignored ("Price_Cents"). Anything not an object is left to the decoder.
+// body could disagree), a key that matches a field only when case is
+// ignored ("Price_Cents"), and null for a field (the decoder leaves the
+// field as if absent: `"stock": null` passed where `"stock": 0` is
+// refused, and no field of these bodies means anything by null). Anything
+// not an object is left to the decoder.
 func checkKeys(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
@@ -106,24 +109,29 @@ func checkKeys(body []byte, dst any) error {
 			return badRequest(fmt.Sprintf("field %s appears more than once", quoteName(key)))
 		}
 		seen[key] = true
-		if !names[key] {
+		typ, known := names[key]
+		if !known {
 			for n := range names {
 				if strings.EqualFold(n, key) {
 					return badRequest(fmt.Sprintf("unknown field %s (field names are case-sensitive: %q)", quoteName(key), n))
 				}
 			}
 		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
 			return nil
+		}
+		if known && string(value) == "null" {
+			return badRequest(fmt.Sprintf("field %s must be %s, not null", quoteName(key), jsonKind(typ)))
 		}
 	}
 	return nil
 }
 
-// jsonNames is the set of JSON keys of the struct dst points to.
-func jsonNames(dst any) map[string]bool {
-	names := map[string]bool{}
+// jsonNames maps the JSON keys of the struct dst points to to their
+// fields' types.
+func jsonNames(dst any) map[string]reflect.Type {
+	names := map[string]reflect.Type{}
 	t := reflect.TypeOf(dst)
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -136,7 +144,7 @@ func jsonNames(dst any) map[string]bool {
 		if name == "" {
 			name = f.Name
 		}
-		names[name] = true
+		names[name] = f.Type
 	}
 	return names
 }

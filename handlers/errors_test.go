@@ -121,6 +121,13 @@ func TestDecodeJSON(t *testing.T) {
 		{"name of a right-to-left override", "application/json", `{"name":"\u202e","price_cents":1}`, http.StatusBadRequest, "visible"},
 		{"name with a zero width space and text", "application/json", `{"name":"a\u200bb","price_cents":1}`, http.StatusCreated, ""},
 		{"name in Arabic", "application/json", `{"name":"مكتب","price_cents":1}`, http.StatusCreated, ""},
+		// null decodes as a field left out: "stock": null passed where
+		// "stock": 0 is checked, and a null name read as "missing".
+		{"null stock", "application/json", `{"name":"a","price_cents":1,"stock":null}`, http.StatusBadRequest, `field \"stock\" must be an integer, not null`},
+		{"null stock adjustment", "application/json", `{"name":"a","price_cents":1,"stock_adjustment":null}`, http.StatusBadRequest, `field \"stock_adjustment\" must be an integer, not null`},
+		{"null name", "application/json", `{"name":null,"price_cents":1}`, http.StatusBadRequest, `field \"name\" must be a string, not null`},
+		{"null unknown field", "application/json", `{"name":"a","price_cents":1,"x":null}`, http.StatusBadRequest, `unknown field \"x\"`},
+		{"null in a string is text", "application/json", `{"name":"null","price_cents":1}`, http.StatusCreated, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
