@@ -42,13 +42,14 @@ func (b productBody) validate() error {
 	switch {
 	case len(missing) > 0:
 		return badRequest("missing field(s): " + strings.Join(missing, ", "))
-	case strings.TrimSpace(*b.Name) == "" || len([]rune(*b.Name)) > maxNameLen:
+	case *b.Name == "" || len([]rune(*b.Name)) > maxNameLen:
 		return badRequest(fmt.Sprintf("name must be 1 to %d characters", maxNameLen))
 	case !utf8.ValidString(*b.Name) || strings.ContainsFunc(*b.Name, unicode.IsControl):
 		return badRequest("name must be valid UTF-8 text without control characters")
 	case !strings.ContainsFunc(*b.Name, visible):
-		// Only spaces and format characters (U+200B zero width space,
-		// U+202E right-to-left override): a name no one can see or pick.
+		// Only spaces (U+3000 ideographic space, U+2028 line separator
+		// too) and format characters (U+200B zero width space, U+202E
+		// right-to-left override): a name no one can see or pick.
 		return badRequest("name must have at least one visible character")
 	case *b.PriceCents < 0 || *b.PriceCents > maxPriceCents:
 		return badRequest(fmt.Sprintf("price_cents must be from 0 to %d", int64(maxPriceCents)))
