@@ -173,7 +173,10 @@ func (c *Config) derive(p *envParser) (layering []error) {
 		p.fail("LOG_FLUSH_INTERVAL", p.getenv("LOG_FLUSH_INTERVAL"), fmt.Sprintf("must be at most %v: a killed process loses up to this much access log", maxLogFlush))
 	}
 	if opt, err := redis.ParseURL(c.RedisURL); err != nil {
-		p.fail("REDIS_URL", c.RedisURL, err.Error())
+		// go-redis repeats the URL, password and all, in its error.
+		p.fail("REDIS_URL", redactURL(c.RedisURL), redactURL(err.Error()))
+	} else if why := checkRedisOptions(opt); why != "" {
+		p.fail("REDIS_URL", redactURL(c.RedisURL), why)
 	} else {
 		c.RedisDB = opt.DB
 	}

@@ -104,6 +104,14 @@ var configErrorCases = []struct {
 	// The pool's own error named no variable; pgx's hides the password.
 	{"database URL not a URL", map[string]string{"DATABASE_URL": "notaurl"}, "DATABASE_URL", "notaurl"},
 	{"database URL with a bad port", map[string]string{"DATABASE_URL": "postgres://u:secret-pw@db:badport/x"}, "DATABASE_URL", "invalid port"},
+	// go-redis repeats the URL in its error: the password must not show.
+	{"redis URL with a bad port and a password", map[string]string{"REDIS_URL": "redis://:secret-pw@127.0.0.1:abc/0"}, "REDIS_URL", "xxxxx@"},
+	{"redis URL with a bad database and a password", map[string]string{"REDIS_URL": "redis://u:secret-pw@127.0.0.1:6379/abc"}, "REDIS_URL", "redis://u:xxxxx@127.0.0.1:6379/abc"},
+	{"redis URL with a bad option and a password", map[string]string{"REDIS_URL": "rediss://:secret-pw@127.0.0.1:6379/0?skip_verify=maybe"}, "REDIS_URL", "xxxxx@"},
+	// Accepted by go-redis: keys in database 0, invalidations on channel
+	// "db-1", which no instance on /0 hears.
+	{"redis database negative", map[string]string{"REDIS_URL": "redis://:secret-pw@127.0.0.1:6379/-1"}, "REDIS_URL", "0 or more"},
+	{"redis port out of range", map[string]string{"REDIS_URL": "redis://127.0.0.1:99999/0"}, "REDIS_URL", "1 to 65535"},
 	{"read replica URL with a bad sslmode", map[string]string{"DATABASE_READ_URL": "postgres://db/x?sslmode=bogus"}, "DATABASE_READ_URL", "sslmode"},
 	{"hot-key top huge", map[string]string{"HOT_KEY_TOP": "9223372036854775807"}, "HOT_KEY_TOP", "at most 10000"},
 	// The statement timeout was capped by the lock TTL: raising
