@@ -516,3 +516,28 @@ func TestComposeTracingProfile(t *testing.T) {
 		t.Errorf("app OTEL_EXPORTER_OTLP_ENDPOINT=%q with the tracing profile, want http://jaeger:4318", endpoint)
 	}
 }
+
+// TestComposeSettingsInDotEnvWin: a value the user puts in .env reaches the
+// app, for the settings compose also sets itself. `environment:` beats
+// `env_file:`, so a value written there plainly (API_KEYS was the demo
+// key) ignored the user's .env: their own API_KEYS never took effect.
+// Compose interpolates ${VAR:-default} from .env, which the loader is given
+// here as the host environment.
+func TestComposeSettingsInDotEnvWin(t *testing.T) {
+	defaults := composeEnvMap(composeService(t, loadCompose(t), "app").Environment)
+	own := composeEnvMap(composeService(t, loadComposeWith(t, map[string]string{
+		"API_KEYS": "my-own-key-0123456789", "ADMIN_ADDR": "off", "ADMIN_TOKEN": "my-own-admin-token-0123",
+	}), "app").Environment)
+	for _, tc := range []struct{ name, def, set string }{
+		{"API_KEYS", "demo-write-key-change-me", "my-own-key-0123456789"},
+		{"ADMIN_ADDR", ":8081", "off"},
+		{"ADMIN_TOKEN", "demo-admin-token-change-me", "my-own-admin-token-0123"},
+	} {
+		if defaults[tc.name] != tc.def {
+			t.Errorf("app %s=%q without a .env, want %q", tc.name, defaults[tc.name], tc.def)
+		}
+		if own[tc.name] != tc.set {
+			t.Errorf("app %s=%q with %s=%q in .env, want the user's value", tc.name, own[tc.name], tc.name, tc.set)
+		}
+	}
+}
