@@ -84,6 +84,15 @@ var configErrorCases = []struct {
 	{"API key too short", map[string]string{"API_KEYS": "guessable"}, "API_KEYS", "(hidden)"},
 	{"API key with a space", map[string]string{"API_KEYS": "ok-key-0123456789,has space 0123456789"}, "API_KEYS", "(hidden)"},
 	{"static key not an id", map[string]string{"STATIC_KEYS": "7,seven"}, "STATIC_KEYS", `"seven"`},
+	{"static TTL a nanosecond", map[string]string{"STATIC_KEYS": "42", "STATIC_TTL": "1ns"}, "STATIC_TTL", "at least 2s"},
+	{"static repair every nanosecond", map[string]string{"STATIC_KEYS": "42", "STATIC_REPAIR_PERIOD": "1ns"}, "STATIC_REPAIR_PERIOD", "at least 1s"},
+	// Redis keeps nothing under a millisecond: every store failed, and
+	// the error named an L1 TTL nobody set.
+	{"cache TTL a millisecond", map[string]string{"CACHE_TTL": "1ms", "L1_TTL": "0"}, "CACHE_TTL=\"1ms\"", "at least 10ms"},
+	{"cache TTL a nanosecond", map[string]string{"CACHE_TTL": "1ns"}, "CACHE_TTL=\"1ns\"", "at least 10ms"},
+	{"negative TTL a millisecond", map[string]string{"CACHE_NEGATIVE_TTL": "1ms"}, "CACHE_NEGATIVE_TTL", "at least 10ms"},
+	{"404s outlive products", map[string]string{"CACHE_NEGATIVE_TTL": "20m"}, "CACHE_NEGATIVE_TTL=20m0s must be at most CACHE_TTL=10m0s (derived)", ""},
+	{"404s outlive products, both set", map[string]string{"CACHE_TTL": "20s", "CACHE_NEGATIVE_TTL": "1m"}, "CACHE_TTL=20s (set)", ""},
 	{"static keys repaired less often than they expire", map[string]string{"STATIC_TTL": "1m", "STATIC_REPAIR_PERIOD": "1m"}, "STATIC_REPAIR_PERIOD", ""},
 	// Listen addresses are checked at load, naming the variable (the
 	// listener's own error named none), and a malformed admin address is

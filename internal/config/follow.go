@@ -17,6 +17,10 @@ const (
 	defaultNegativeTTL  = 30 * time.Second
 	defaultShutdown     = 10 * time.Second
 	defaultStaticRepair = time.Minute
+	// minStaticRepair floors STATIC_REPAIR_PERIOD: at 1 ns a repair job
+	// spun a core, and a 1 ns STATIC_TTL halved to a 0 period crashed the
+	// instance after it was ready (a ticker of 0).
+	minStaticRepair = time.Second
 	// An API key's budget is this many times an address's: a key names one
 	// caller, an address may be a whole office behind one NAT.
 	keyRateFactor = 10
@@ -27,14 +31,20 @@ const (
 func (c *Config) followers(p *envParser) {
 	// A "not found" never outlives a found value: CACHE_TTL=10s alone
 	// kept 404s three times as long as products.
-	c.CacheNegTTL = p.duration("CACHE_NEGATIVE_TTL", min(defaultNegativeTTL, c.CacheTTL))
+	c.CacheNegTTL = atLeast(p, "CACHE_NEGATIVE_TTL", p.duration("CACHE_NEGATIVE_TTL", min(defaultNegativeTTL, c.CacheTTL)), minEntryTTL, entryTTLWhy)
+	if c.CacheNegTTL > c.CacheTTL {
+		p.errs = append(p.errs, fmt.Errorf("config: CACHE_NEGATIVE_TTL=%s must be at most CACHE_TTL=%s (%s): a \"not found\" must not outlive a found value; change one of them",
+			c.CacheNegTTL, c.CacheTTL, setOrDerived(p.set("CACHE_TTL"))))
+	}
 	// A graceful shutdown waits for requests that are still within their
 	// deadline: REQUEST_TIMEOUT=30s alone was cut at 10 s.
 	c.ShutdownTimeout = p.duration("SHUTDOWN_TIMEOUT", max(defaultShutdown, c.RequestTimeout))
 	// Static keys are repaired at least twice in their TTL, whichever of
 	// the two was set: STATIC_TTL=1m alone was refused against a repair
 	// period nobody had set, STATIC_REPAIR_PERIOD=48h against the TTL.
-	c.StaticRepair = p.duration("STATIC_REPAIR_PERIOD", min(defaultStaticRepair, c.StaticTTL/2))
+	c.StaticTTL = atLeast(p, "STATIC_TTL", c.StaticTTL, 2*minStaticRepair, "static keys are repaired at least twice in it, at most once a second")
+	c.StaticRepair = atLeast(p, "STATIC_REPAIR_PERIOD", p.duration("STATIC_REPAIR_PERIOD", min(defaultStaticRepair, c.StaticTTL/2)),
+		minStaticRepair, "each run reloads every static key")
 	if !p.set("STATIC_TTL") && p.set("STATIC_REPAIR_PERIOD") {
 		c.StaticTTL = max(c.StaticTTL, 2*c.StaticRepair)
 	}

@@ -23,7 +23,7 @@ func readTTLs(p *envParser) cacheTTLs {
 	t := cacheTTLs{l1Set: p.set("L1_TTL"), softSet: p.set("CACHE_SOFT_TTL"), hardSet: p.set("CACHE_TTL")}
 	t.L1 = atMostTTL(p, "L1_TTL", p.durationOrZero("L1_TTL", time.Second))
 	t.Soft = atMostTTL(p, "CACHE_SOFT_TTL", p.duration("CACHE_SOFT_TTL", 30*time.Second))
-	t.Hard = atMostTTL(p, "CACHE_TTL", p.duration("CACHE_TTL", 10*time.Minute))
+	t.Hard = atLeast(p, "CACHE_TTL", atMostTTL(p, "CACHE_TTL", p.duration("CACHE_TTL", 10*time.Minute)), minEntryTTL, entryTTLWhy)
 	// A hot key's L1 TTL sits in the same chain (L1_TTL ≤ it < soft):
 	// set, it moves the unset ends as L1_TTL does.
 	t.hotL1 = atMostTTL(p, "HOT_KEY_L1_TTL", p.durationOrZero("HOT_KEY_L1_TTL", -1))
@@ -68,6 +68,25 @@ func atMostTTL(p *envParser, name string, d time.Duration) time.Duration {
 	if d > maxTTL {
 		p.fail(name, p.getenv(name), "must be at most "+maxTTL.String())
 		return maxTTL
+	}
+	return d
+}
+
+// minEntryTTL is the shortest TTL of a Redis entry: Redis keeps a key for
+// a whole millisecond at least, and TTL_JITTER cuts up to half of a TTL.
+// At CACHE_TTL=1ms every store failed ("invalid expire time") and every
+// read went to PostgreSQL, with nothing said at start.
+const (
+	minEntryTTL = 10 * time.Millisecond
+	entryTTLWhy = "Redis keeps an entry for a whole millisecond at least, and TTL_JITTER cuts up to half of it"
+)
+
+// atLeast refuses a set value below floor, naming why, and goes on with
+// the floor, so the values derived from it raise no second error.
+func atLeast(p *envParser, name string, d, floor time.Duration, why string) time.Duration {
+	if d < floor {
+		p.fail(name, p.getenv(name), fmt.Sprintf("must be at least %s: %s", floor, why))
+		return floor
 	}
 	return d
 }
