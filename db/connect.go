@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,11 +89,29 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 }
 
 // isMisconfigured reports a server refusing us by name (class 28, a wrong
-// user or password; class 3D, no such database): an outage for a running
-// service, but at start a mistake in the settings that waiting cannot fix.
+// user or password; class 3D, no such database) or refusing the URL's
+// session settings (42704 "unrecognized configuration parameter" for
+// ?bogus_param=1, 22023 for an invalid value, 42501 for one this user may
+// not set, all FATAL at connect), or a certificate that does not verify:
+// an outage for a running service, but at start a mistake in the settings
+// that waiting cannot fix. The settings' refusals waited forever, logged
+// as "database not reachable yet".
 func isMisconfigured(err error) bool {
 	code := pgCode(err)
-	return len(code) == 5 && (code[:2] == "28" || code[:2] == "3D") || unsupportedStartup(err)
+	var pgErr *pgconn.PgError
+	settings := errors.As(err, &pgErr) && pgErr.Severity == "FATAL" && (code == "42704" || code == "22023" || code == "42501")
+	return len(code) == 5 && (code[:2] == "28" || code[:2] == "3D") || settings || unsupportedStartup(err) || untrustedCertificate(err)
+}
+
+// untrustedCertificate is a TLS handshake the server's certificate failed
+// (sslmode=verify-ca or verify-full with a root it does not chain to, or
+// another host name).
+func untrustedCertificate(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &verify)
 }
 
 // unsupportedStartup is PgBouncer refusing the pool's start-up settings

@@ -166,9 +166,15 @@ func TestOpenFailures(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse admin url: %v", err)
 	}
-	noDB, noServer := *admin, *admin
+	noDB, noServer, badParam, badValue := *admin, *admin, *admin, *admin
 	noDB.Path = "/no_such_db_stampede"
 	noServer.Host = "127.0.0.1:1" // nothing listens on port 1
+	// Session settings the server refuses at connect: they waited forever,
+	// logged as "database not reachable yet".
+	q := badParam.Query()
+	q.Set("bogus_param", "1")
+	badParam.RawQuery = q.Encode()
+	badValue.RawQuery += "&options=-c%20statement_timeout%3Dabc" // %20: "+" would be read as part of the name
 
 	tests := []struct {
 		name             string
@@ -176,6 +182,8 @@ func TestOpenFailures(t *testing.T) {
 		minTime, maxTime time.Duration
 	}{
 		{"no such database", noDB.String(), 0, time.Second},
+		{"unknown session setting", badParam.String(), 0, time.Second},
+		{"invalid session setting", badValue.String(), 0, time.Second},
 		// 100+200+400+800 ms of backoff between five attempts.
 		{"nothing listening", noServer.String(), 1500 * time.Millisecond, 10 * time.Second},
 	}
