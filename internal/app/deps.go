@@ -82,6 +82,7 @@ func (d *deps) openDatabase(ctx context.Context, tr *telemetry.Tracing) error {
 	if err := checkPoolSizing(ctx, cfg, main, log); err != nil {
 		return err
 	}
+	warnMaintenanceDB(ctx, main, log)
 	// Migrations run once, under goose's advisory lock, before any traffic.
 	// MIGRATE_ON_START=false leaves them to `api migrate up`.
 	if cfg.MigrateOnStart {

@@ -48,3 +48,20 @@ func checkSchema(ctx context.Context, mainPool *db.Pool, log *slog.Logger) error
 		}
 	}
 }
+
+// warnMaintenanceDB warns when DATABASE_URL names one of the databases a
+// PostgreSQL server keeps for itself (a URL without a path names the
+// user's, which for the user postgres is one of them). The migrations put
+// the app's tables there, beside whatever else uses it, and in template1
+// into every database created after. The start goes on: some hosted
+// servers give a user no other.
+func warnMaintenanceDB(ctx context.Context, pool *db.Pool, log *slog.Logger) {
+	var name string
+	err := pool.With(ctx, func(conn db.Conn) error {
+		return conn.QueryRow(ctx, `SELECT current_database()`).Scan(&name)
+	})
+	if err == nil && (name == "postgres" || name == "template1") {
+		log.Warn("DATABASE_URL names the server's maintenance database: the app's tables go into it; give the app a database of its own (`api createdb` makes the one DATABASE_URL names)",
+			"database", name)
+	}
+}
