@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/stampede-guard/api/internal/testkit/dbtest"
 )
 
 // TestReadyzSharesOneRoundOfChecks: /readyz runs before every limit, so a
@@ -25,7 +26,7 @@ func TestReadyzSharesOneRoundOfChecks(t *testing.T) {
 	defer gin.SetMode(gin.Mode())
 	gin.SetMode(gin.ReleaseMode)
 	var okPings, downPings atomic.Int64
-	var logs syncBuffer
+	var logs dbtest.LogBuffer
 	h := NewHealth(time.Second, slog.New(slog.NewJSONHandler(&logs, nil)),
 		Check{Name: "db", Ping: func(context.Context) error {
 			okPings.Add(1)
@@ -68,7 +69,7 @@ func TestReadyzSharesOneRoundOfChecks(t *testing.T) {
 	if ok, down := okPings.Load(), downPings.Load(); ok != 1 || down != 1 {
 		t.Errorf("60 probes pinged db %d and cache %d times, want once each", ok, down)
 	}
-	if n := strings.Count(logs.String(), "readiness: dependency check failed"); n != 1 {
+	if n := logs.Count("readiness: dependency check failed"); n != 1 {
 		t.Errorf("%d log lines for the failed check, want 1", n)
 	}
 
@@ -77,22 +78,4 @@ func TestReadyzSharesOneRoundOfChecks(t *testing.T) {
 	if ok := okPings.Load(); ok != 2 {
 		t.Errorf("a probe after the round went stale: db pinged %d times in all, want 2", ok)
 	}
-}
-
-// syncBuffer is a bytes.Buffer the checks' goroutines may log to at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
