@@ -524,20 +524,27 @@ func TestComposeTracingProfile(t *testing.T) {
 // Compose interpolates ${VAR:-default} from .env, which the loader is given
 // here as the host environment.
 func TestComposeSettingsInDotEnvWin(t *testing.T) {
-	defaults := composeEnvMap(composeService(t, loadCompose(t), "app").Environment)
-	own := composeEnvMap(composeService(t, loadComposeWith(t, map[string]string{
-		"API_KEYS": "my-own-key-0123456789", "ADMIN_ADDR": "off", "ADMIN_TOKEN": "my-own-admin-token-0123",
-	}), "app").Environment)
-	for _, tc := range []struct{ name, def, set string }{
-		{"API_KEYS", "demo-write-key-change-me", "my-own-key-0123456789"},
-		{"ADMIN_ADDR", ":8081", "off"},
-		{"ADMIN_TOKEN", "demo-admin-token-change-me", "my-own-admin-token-0123"},
+	userEnv := map[string]string{"API_KEYS": "my-own-key-0123456789", "ADMIN_ADDR": "off", "ADMIN_TOKEN": "my-own-admin-token-0123"}
+	for _, tc := range []struct {
+		service, profile string
+		defaults         map[string]string // without a .env
+	}{
+		{"app", "", map[string]string{"API_KEYS": "demo-write-key-change-me", "ADMIN_ADDR": ":8081", "ADMIN_TOKEN": "demo-admin-token-change-me"}},
+		{"app-scale", "scale", map[string]string{"API_KEYS": "demo-write-key-change-me"}},
 	} {
-		if defaults[tc.name] != tc.def {
-			t.Errorf("app %s=%q without a .env, want %q", tc.name, defaults[tc.name], tc.def)
+		var profiles []string
+		if tc.profile != "" {
+			profiles = []string{tc.profile}
 		}
-		if own[tc.name] != tc.set {
-			t.Errorf("app %s=%q with %s=%q in .env, want the user's value", tc.name, own[tc.name], tc.name, tc.set)
+		defaults := composeEnvMap(composeService(t, loadComposeWith(t, nil, profiles...), tc.service).Environment)
+		own := composeEnvMap(composeService(t, loadComposeWith(t, userEnv, profiles...), tc.service).Environment)
+		for name, def := range tc.defaults {
+			if defaults[name] != def {
+				t.Errorf("%s %s=%q without a .env, want %q", tc.service, name, defaults[name], def)
+			}
+			if own[name] != userEnv[name] {
+				t.Errorf("%s %s=%q with %s=%q in .env, want the user's value", tc.service, name, own[name], name, userEnv[name])
+			}
 		}
 	}
 }
