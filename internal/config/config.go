@@ -174,9 +174,10 @@ func (c *Config) derive(p *envParser) (layering []error) {
 	}
 	if opt, err := redis.ParseURL(c.RedisURL); err != nil {
 		// go-redis repeats the URL, password and all, in its error.
-		p.fail("REDIS_URL", redactURL(c.RedisURL), redactURL(err.Error()))
+		shown, why := urlError(c.RedisURL, err, func(u string) error { _, err := redis.ParseURL(u); return err })
+		p.fail("REDIS_URL", shown, why)
 	} else if why := checkRedisOptions(opt); why != "" {
-		p.fail("REDIS_URL", redactURL(c.RedisURL), why)
+		p.fail("REDIS_URL", hideUserinfo(c.RedisURL), why)
 	} else {
 		c.RedisDB = opt.DB
 	}
@@ -250,13 +251,15 @@ func (c *Config) check(p *envParser, layering []error) {
 
 // postgresURL checks a PostgreSQL connection string as pgx reads it: the
 // pool's own error came at start, as "db main: parse url", naming no
-// variable. pgx's message hides the password.
+// variable. Its message hides the password only up to a first "@" in it:
+// urlError keeps all of it out.
 func (p *envParser) postgresURL(name, v string) {
 	if v == "" {
 		return
 	}
 	if _, err := pgconn.ParseConfig(v); err != nil {
-		p.errs = append(p.errs, fmt.Errorf("config: %s: %v (want postgres://user:password@host:5432/db?sslmode=disable)", name, err))
+		_, why := urlError(v, err, func(u string) error { _, err := pgconn.ParseConfig(u); return err })
+		p.errs = append(p.errs, fmt.Errorf("config: %s: %s (want postgres://user:password@host:5432/db?sslmode=disable)", name, why))
 	}
 }
 

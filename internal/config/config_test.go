@@ -115,8 +115,16 @@ var configErrorCases = []struct {
 	{"database URL with a bad port", map[string]string{"DATABASE_URL": "postgres://u:secret-pw@db:badport/x"}, "DATABASE_URL", "invalid port"},
 	// go-redis repeats the URL in its error: the password must not show.
 	{"redis URL with a bad port and a password", map[string]string{"REDIS_URL": "redis://:secret-pw@127.0.0.1:abc/0"}, "REDIS_URL", "xxxxx@"},
-	{"redis URL with a bad database and a password", map[string]string{"REDIS_URL": "redis://u:secret-pw@127.0.0.1:6379/abc"}, "REDIS_URL", "redis://u:xxxxx@127.0.0.1:6379/abc"},
+	{"redis URL with a bad database and a password", map[string]string{"REDIS_URL": "redis://u:secret-pw@127.0.0.1:6379/abc"}, "REDIS_URL", "redis://xxxxx@127.0.0.1:6379/abc"},
 	{"redis URL with a bad option and a password", map[string]string{"REDIS_URL": "rediss://:secret-pw@127.0.0.1:6379/0?skip_verify=maybe"}, "REDIS_URL", "xxxxx@"},
+	// Passwords with characters a URL reserves, as `openssl rand -base64`
+	// makes them: the parser took a piece of one for a port, and pgx's
+	// redaction stopped at its first "@".
+	{"redis password with a slash", map[string]string{"REDIS_URL": "redis://:secret-pw/x@127.0.0.1:abc/0"}, "REDIS_URL", "xxxxx@"},
+	{"redis password with a hash", map[string]string{"REDIS_URL": "redis://:secret-pw#x@127.0.0.1:6379/0"}, "REDIS_URL", "percent-encode"},
+	{"redis password with an at", map[string]string{"REDIS_URL": "redis://:a@secret-pw@127.0.0.1:abc/0"}, "REDIS_URL", "xxxxx@127.0.0.1:abc"},
+	{"redis password in the query", map[string]string{"REDIS_URL": "redis://127.0.0.1:abc/0?password=secret-pw"}, "REDIS_URL", "password=xxxxx"},
+	{"database password with an at", map[string]string{"DATABASE_URL": "postgres://u:a@secret-pw@db:badport/x"}, "DATABASE_URL", "invalid port"},
 	// Accepted by go-redis: keys in database 0, invalidations on channel
 	// "db-1", which no instance on /0 hears.
 	{"redis database negative", map[string]string{"REDIS_URL": "redis://:secret-pw@127.0.0.1:6379/-1"}, "REDIS_URL", "0 or more"},

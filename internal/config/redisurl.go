@@ -4,17 +4,41 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// urlPassword is the password of a URL's userinfo: "://user:PASSWORD@".
-var urlPassword = regexp.MustCompile(`(://[^:/@\s"]*:)[^@/\s"]*@`)
+// hideUserinfo replaces everything between "://" and the URL's last "@"
+// (its user and password, whatever characters they hold) with "xxxxx",
+// and the value of a password query parameter too.
+func hideUserinfo(raw string) string {
+	if i := strings.Index(raw, "://"); i >= 0 {
+		if at := strings.LastIndex(raw[i+3:], "@"); at >= 0 {
+			raw = raw[:i+3] + "xxxxx" + raw[i+3+at:]
+		}
+	}
+	return queryPassword.ReplaceAllString(raw, "${1}xxxxx")
+}
 
-// redactURL hides every URL password in s (a URL, or an error that
-// repeats one), as pgx does for DATABASE_URL: a start refused for a typo
-// must not print the Redis password into the log.
-func redactURL(s string) string { return urlPassword.ReplaceAllString(s, "${1}xxxxx@") }
+var queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&#]*`)
+
+// urlError is what a refused connection URL is reported as, with nothing
+// of its user or password: the URL with them hidden, and why it was
+// refused, found by parsing that URL again, so the parser's error (which
+// repeats the URL, or pieces of it: a password with "/" in it was taken
+// for a port) cannot hold them either. When the hidden URL parses, the
+// user or password was the trouble.
+func urlError(raw string, err error, parse func(string) error) (shown, why string) {
+	shown = hideUserinfo(raw)
+	if shown == raw {
+		return raw, err.Error()
+	}
+	if err := parse(shown); err != nil {
+		return shown, err.Error()
+	}
+	return shown, `its user or password is not valid in a URL: percent-encode "/", "?", "#", "@", ":" and "%" in them`
+}
 
 // checkRedisOptions refuses what go-redis accepts from REDIS_URL and only
 // fails later, or quietly does something else: a negative database (its
