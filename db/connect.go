@@ -92,14 +92,14 @@ func ping(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 // user or password; class 3D, no such database) or refusing the URL's
 // session settings (42704 "unrecognized configuration parameter" for
 // ?bogus_param=1, 22023 for an invalid value, 42501 for one this user may
-// not set, all FATAL at connect), or a certificate that does not verify:
+// not set, 55P02 for one only a restart sets, all FATAL at connect), or a certificate that does not verify:
 // an outage for a running service, but at start a mistake in the settings
 // that waiting cannot fix. The settings' refusals waited forever, logged
 // as "database not reachable yet".
 func isMisconfigured(err error) bool {
 	code := pgCode(err)
 	var pgErr *pgconn.PgError
-	settings := errors.As(err, &pgErr) && pgErr.Severity == "FATAL" && (code == "42704" || code == "22023" || code == "42501")
+	settings := errors.As(err, &pgErr) && pgErr.Severity == "FATAL" && (code == "42704" || code == "22023" || code == "42501" || code == "55P02")
 	return len(code) == 5 && (code[:2] == "28" || code[:2] == "3D") || settings || unsupportedStartup(err) || untrustedCertificate(err)
 }
 

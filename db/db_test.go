@@ -175,6 +175,8 @@ func TestOpenFailures(t *testing.T) {
 	q.Set("bogus_param", "1")
 	badParam.RawQuery = q.Encode()
 	badValue.RawQuery += "&options=-c%20statement_timeout%3Dabc" // %20: "+" would be read as part of the name
+	fixed := badValue
+	fixed.RawQuery = admin.RawQuery + "&options=-c%20shared_buffers%3D1GB" // only a restart sets it
 
 	tests := []struct {
 		name             string
@@ -184,6 +186,7 @@ func TestOpenFailures(t *testing.T) {
 		{"no such database", noDB.String(), 0, time.Second},
 		{"unknown session setting", badParam.String(), 0, time.Second},
 		{"invalid session setting", badValue.String(), 0, time.Second},
+		{"setting only a restart changes", fixed.String(), 0, time.Second},
 		// 100+200+400+800 ms of backoff between five attempts.
 		{"nothing listening", noServer.String(), 1500 * time.Millisecond, 10 * time.Second},
 	}
