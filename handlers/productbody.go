@@ -59,9 +59,18 @@ func (b productBody) validate() error {
 	return nil
 }
 
-// visible reports a character that shows: a letter, mark, number,
-// punctuation or symbol, not a space or an invisible format character.
-func visible(r rune) bool { return unicode.IsGraphic(r) && !unicode.IsSpace(r) }
+// visible reports a character that shows on its own: a letter, number,
+// punctuation or symbol, not a space, an invisible format character, a
+// mark (it shows only on a character before it: U+034F, the variation
+// selectors) or one of the letters and symbols drawn blank (the Hangul
+// fillers, the blank braille pattern).
+func visible(r rune) bool {
+	switch r {
+	case '\u115F', '\u1160', '\u3164', '\uFFA0', '\u2800':
+		return false
+	}
+	return unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.IsMark(r)
+}
 
 // readProductBody decodes and validates the body of POST and PUT.
 func readProductBody(c *gin.Context) (productBody, error) {
