@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,30 @@ func TestProductsUpdate(t *testing.T) {
 			t.Errorf("rows with id %d: got %d, want 0", absent, n)
 		}
 	})
+}
+
+// TestProductsCreateSkipsIdsTaken: rows inserted with ids of their own
+// just past the sequence (an import without setval) take the ids Create
+// would be handed. Create tries the next ones rather than failing the
+// client with a duplicate key (a 500); with more taken in a row than it
+// tries, it fails naming the fix, and nothing is inserted.
+func TestProductsCreateSkipsIdsTaken(t *testing.T) {
+	t.Parallel()
+	products, _, pool := newProducts(t, db.Config{})
+	next := queryInt(t, pool, `SELECT last_value + 1 FROM products_id_seq`)
+	exec(t, pool, `INSERT INTO products (id, name, price_cents) SELECT g, 'imported', 1 FROM generate_series($1::bigint, $1::bigint + 2) g`, next)
+	created, err := products.Create(testCtx(t), repo.NewProduct{Name: "after the import", PriceCents: 1})
+	if err != nil || created.ID != next+3 {
+		t.Fatalf("Create with the next 3 ids taken: %+v, %v; want id %d", created, err, next+3)
+	}
+
+	next = created.ID + 1
+	exec(t, pool, `INSERT INTO products (id, name, price_cents) SELECT g, 'imported', 1 FROM generate_series($1::bigint, $1::bigint + 99) g`, next)
+	rows := queryInt(t, pool, `SELECT count(*) FROM products`)
+	if _, err := products.Create(testCtx(t), repo.NewProduct{Name: "after a large import", PriceCents: 1}); err == nil || !strings.Contains(err.Error(), "setval") {
+		t.Errorf("Create with the next 100 ids taken: %v, want an error naming setval", err)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM products`); n != rows {
+		t.Errorf("rows after the failed Create: %d, want %d", n, rows)
+	}
 }

@@ -15,18 +15,34 @@ import (
 	"github.com/stampede-guard/api/db"
 )
 
+// createTries bounds the ids a Create tries when the sequence's ids are
+// taken (see Create).
+const createTries = 8
+
 // Create inserts a product and writes it through to the cache, replacing a
 // negative entry that a read of the not-yet-existing id may have left.
 func (p *Products) Create(ctx context.Context, in NewProduct) (Product, error) {
 	var pr Product
 	err := p.write(ctx, func(conn db.Conn) error {
-		// The INSERT commits itself: it is the write's last step. It goes
-		// in one round trip (QueryExecModeExec): a separate prepare step
-		// that failed would read as the INSERT's own unknown outcome.
-		return lastStep(conn.QueryRow(ctx,
-			`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
-			 RETURNING `+productColumns, pgx.QueryExecModeExec, in.Name, in.PriceCents, in.Stock,
-		).Scan(pr.fields()...))
+		// An id the sequence hands out may already be taken by a row
+		// inserted with an id of its own (an import without setval): that
+		// INSERT inserts nothing, and the next id is tried, a few times.
+		// It answered 500 (a duplicate key) for the client's first try.
+		for range createTries {
+			// The INSERT commits itself: it is the write's last step. It
+			// goes in one round trip (QueryExecModeExec): a separate
+			// prepare step that failed would read as the INSERT's own
+			// unknown outcome.
+			err := conn.QueryRow(ctx,
+				`INSERT INTO products (name, price_cents, stock) VALUES ($1, $2, $3)
+				 ON CONFLICT (id) DO NOTHING RETURNING `+productColumns, pgx.QueryExecModeExec, in.Name, in.PriceCents, in.Stock,
+			).Scan(pr.fields()...)
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return lastStep(err)
+			}
+		}
+		return fmt.Errorf("%d ids in a row from the products' id sequence were taken: move it past the table's ids "+
+			"(SELECT setval(pg_get_serial_sequence('products', 'id'), max(id)) FROM products)", createTries)
 	})
 	if err != nil {
 		return Product{}, unavailable(fmt.Errorf("create product: %w", err), p.pool)
