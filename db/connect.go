@@ -20,13 +20,21 @@ import (
 
 // lockTimeout is the lock_timeout of a pool's sessions: a wait for a row
 // lock (a long transaction holding a product, a flash sale queueing on
-// one) ends just before statement_timeout would, as lock_not_available
+// one) ends before statement_timeout would, as lock_not_available
 // (55P03): the request's failure (503, nothing written), not the
 // database's. Ended by statement_timeout it read as a server too slow to
 // answer, and one transaction holding one row opened the breaker, which
 // then refused every order on the instance.
+//
+// PostgreSQL applies lock_timeout to each lock a statement waits for, and
+// the second writer of a held row waits twice: for the row's lock queue
+// (the first writer holds its tuple lock) and then for the row. At 9/10
+// of the statement timeout the second wait ran into statement_timeout, so
+// two writers of one held row (two places per row, db.Pool.WithKey, or
+// two instances) counted as an outage, and five such opened the breaker.
+// Under half, both waits end first.
 func lockTimeout(statement time.Duration) time.Duration {
-	return max(statement*9/10, time.Millisecond)
+	return max(statement*9/20, time.Millisecond)
 }
 
 // minConnectTimeout is the least time one connect gets, whatever the

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,8 +61,29 @@ func TestRowLockWaitIsNotAnOutage(t *testing.T) {
 			t.Errorf("update %d ended after %s, want before the %s statement timeout", i, took.Round(time.Millisecond), statement)
 		}
 	}
+	// Two writers at once (two places per row, or two instances): the
+	// second waits for the row's queue (the first holds its tuple lock),
+	// then for the row, and lock_timeout applies to each wait. At 9/10 of
+	// the statement timeout its second wait ended as a statement timeout,
+	// an outage.
+	for round := range 2 {
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for w := range errs {
+			wg.Go(func() {
+				time.Sleep(time.Duration(w) * 20 * time.Millisecond) // the first in the queue first
+				errs[w] = exec(`UPDATE rows SET n = n + 1 WHERE id = 1`)
+			})
+		}
+		wg.Wait()
+		for w, err := range errs {
+			if !db.IsLockTimeout(err) || db.IsOutage(err) {
+				t.Errorf("round %d, writer %d of two at once: got %v, want a lock timeout, not an outage", round, w, err)
+			}
+		}
+	}
 	if s := pool.Breaker(); s.State != breaker.Closed || s.Failures != 0 {
-		t.Errorf("after 3 lock timeouts: breaker %s with %d failures, want closed with 0", s.State, s.Failures)
+		t.Errorf("after 7 lock timeouts: breaker %s with %d failures, want closed with 0", s.State, s.Failures)
 	}
 	if err := exec(`UPDATE rows SET n = n + 1 WHERE id = 2`); err != nil {
 		t.Errorf("update of another row: %v, want it to run", err)
